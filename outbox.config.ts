@@ -1,0 +1,36 @@
+/**
+ * The repo's own outbox: a small shop (orders, payments, mail). The demo (`npx outbox
+ * demo`), the README's tour and the committed catalogue all use it. Your project's
+ * `outbox.config.ts` looks like this, importing from 'outboxkit'.
+ */
+import { AnyEvent, defineOutbox, receiver } from './src/index.js';
+import { OrderCancelled, OrderPlaced, PaymentCaptured } from './examples/shop/events.js';
+import {
+  capturePayment,
+  forwardToAnalytics,
+  logOrderPlaced,
+  releaseStock,
+  reserveStock,
+  sendOrderConfirmation,
+} from './examples/shop/receivers.js';
+
+export default defineOutbox({
+  events: {
+    'shop.OrderPlaced': OrderPlaced,
+    'shop.OrderCancelled': OrderCancelled,
+    'payments.PaymentCaptured': PaymentCaptured,
+  },
+  receivers: {
+    // Inside the order's own transaction: no stock, no order.
+    'shop.reserveStock': receiver(OrderPlaced, { mode: 'inline', handle: reserveStock }),
+    // After commit, best effort: a log line nobody retries.
+    'shop.logOrderPlaced': receiver(OrderPlaced, { mode: 'onCommit', handle: logOrderPlaced }),
+    // Durable: at least once, retried, in order per order id.
+    'payments.capture': receiver(OrderPlaced, { handle: capturePayment, maxAttempts: 4 }),
+    'mail.orderConfirmation': receiver(PaymentCaptured, { handle: sendOrderConfirmation }),
+    'shop.releaseStock': receiver(OrderCancelled, { handle: releaseStock }),
+    // A transport for every event: what a Kafka or webhook bridge looks like.
+    'analytics.forward': receiver(AnyEvent, { deliver: forwardToAnalytics, backoff: { baseSeconds: 5 } }),
+  },
+  settings: { batchSize: 100 },
+});

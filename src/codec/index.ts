@@ -1,0 +1,1 @@
+export { decodeJson, encodeJson } from './json.js';

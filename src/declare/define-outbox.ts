@@ -1,0 +1,513 @@
+import { z } from 'zod';
+import { ConfigurationError } from '../errors/outbox-error.js';
+import { closestName, formatConfigPath } from './config-path.js';
+import {
+  type EventDefinition,
+  isEventDefinition,
+  type Retention,
+  rawEventOptions,
+} from './event.js';
+import { type EventRef, isReceiverDefinition, type ReceiverDefinition } from './receiver.js';
+import { DEFAULT_SETTINGS, type OutboxSettings, type ResolvedSettings } from './settings.js';
+import {
+  AnyEvent,
+  type DeliveryFailure,
+  type DeliveryMode,
+  type Handler,
+  type OutboxDelivery,
+} from './types.js';
+
+const CONFIG = Symbol.for('outboxkit.config');
+const MAX_NAME = 255;
+
+/** What `defineOutbox` takes: everything the outbox knows, declared in one place. */
+export interface OutboxConfigInput<E extends Record<string, EventDefinition>> {
+  /** Every event, keyed by its name (`shop.OrderPlaced`), which is also its topic. */
+  readonly events: E;
+  /** Every receiver, keyed by its receiver key (`mail.orderConfirmation`). */
+  readonly receivers?: Record<string, ReceiverDefinition<never>>;
+  /** Outbox-wide tuning. */
+  readonly settings?: OutboxSettings;
+}
+
+/** One declared event, resolved. */
+export interface ResolvedEvent {
+  readonly name: string;
+  readonly version: number;
+  readonly schema: z.ZodType;
+  readonly retention: Retention | undefined;
+  readonly description: string | undefined;
+}
+
+/** One declared receiver, resolved: defaults filled in, its transport normalised. */
+export interface ResolvedReceiver {
+  /** The key on its delivery rows. */
+  readonly key: string;
+  /** The event it listens to; `undefined` for a wildcard. */
+  readonly event: string | undefined;
+  readonly wildcard: boolean;
+  readonly mode: DeliveryMode;
+  /** `handler` runs a function in a transaction; `delivery` sends through a transport. */
+  readonly kind: 'handler' | 'delivery';
+  readonly handle: Handler | undefined;
+  readonly delivery: OutboxDelivery | undefined;
+  readonly maxAttempts: number;
+  readonly leaseSeconds: number | undefined;
+  readonly backoff: { readonly baseSeconds?: number; readonly capSeconds?: number };
+  readonly timeoutSeconds: number | undefined;
+  readonly onFailure: ((failure: DeliveryFailure) => unknown) | undefined;
+}
+
+/** Who receives one event, split by mode; precomputed so `fire()` does no lookups. */
+export interface EventRoute {
+  readonly event: ResolvedEvent;
+  readonly inline: readonly ResolvedReceiver[];
+  readonly onCommit: readonly ResolvedReceiver[];
+  readonly durable: readonly ResolvedReceiver[];
+}
+
+/**
+ * A validated configuration, as `defineOutbox` returns it. Branded: `createOutbox` only
+ * takes what `defineOutbox` made, so an unchecked object literal never reaches the runtime.
+ */
+export interface OutboxConfig<
+  E extends Record<string, EventDefinition> = Record<string, EventDefinition>,
+> {
+  readonly [CONFIG]: true;
+  /** The event definitions as declared (for types). */
+  readonly events: E;
+  /** Every event, sorted by name. */
+  readonly eventList: readonly ResolvedEvent[];
+  /** Every receiver, sorted by key. */
+  readonly receivers: readonly ResolvedReceiver[];
+  readonly settings: ResolvedSettings;
+  /** The route of a declared event, or undefined for a name never declared. */
+  route(name: string): EventRoute | undefined;
+  /** The receiver with this key, or undefined. */
+  receiver(key: string): ResolvedReceiver | undefined;
+}
+
+/** Whether a value was made by {@link defineOutbox}. */
+export function isOutboxConfig(value: unknown): value is OutboxConfig {
+  return (
+    typeof value === 'object' &&
+    value !== null &&
+    (value as Record<symbol, unknown>)[CONFIG] === true
+  );
+}
+
+const positiveInt = (what: string) =>
+  z
+    .number({ error: `must be ${what}` })
+    .int({ error: `must be ${what}` })
+    .min(1, { error: `must be ${what}` });
+const positiveNumber = (what: string) =>
+  z
+    .number({ error: `must be ${what}` })
+    .positive({ error: `must be ${what}` })
+    .finite();
+
+const backoffSchema = z.strictObject({
+  baseSeconds: positiveNumber('a number of seconds > 0').optional(),
+  capSeconds: positiveNumber('a number of seconds > 0').optional(),
+});
+
+const settingsSchema = z.strictObject({
+  leaseSeconds: positiveNumber('a number of seconds > 0').optional(),
+  batchSize: positiveInt('an integer from 1 to 10000')
+    .max(10_000, { error: 'must be an integer from 1 to 10000' })
+    .optional(),
+  pollIntervalMs: positiveNumber('a number of milliseconds > 0').optional(),
+  backoff: backoffSchema.optional(),
+  maxRetryAfterSeconds: positiveNumber('a number of seconds > 0').optional(),
+  deliveryTimeoutSeconds: positiveNumber('a number of seconds > 0').optional(),
+  retentionDays: positiveNumber('a number of days > 0').optional(),
+});
+
+const retentionSchema = z.union(
+  [
+    z.literal('succeeded'),
+    z.literal('settled'),
+    z.strictObject({ days: positiveNumber('a number of days > 0') }),
+  ],
+  { error: 'must be "succeeded", "settled" or { days: number }' },
+);
+
+const eventOptionsSchema = z.strictObject({
+  schema: z.custom<z.ZodType>((v) => v instanceof z.ZodType, {
+    error: 'must be a zod schema (z.object({ ... }))',
+  }),
+  version: positiveInt('an integer ≥ 1').optional(),
+  retention: retentionSchema.optional(),
+  description: z.string().optional(),
+});
+
+const fn = (what: string) =>
+  z.custom<(...args: never[]) => unknown>((v) => typeof v === 'function', {
+    error: `must be ${what}`,
+  });
+
+const receiverOptionsSchema = z
+  .strictObject({
+    handle: fn('a function (event, context) => void').optional(),
+    deliver: z
+      .custom<unknown>(
+        (v) =>
+          typeof v === 'function' ||
+          (typeof v === 'object' &&
+            v !== null &&
+            (typeof (v as OutboxDelivery).deliver === 'function' ||
+              typeof (v as OutboxDelivery).deliverBatch === 'function')),
+        {
+          error: 'must be an async function or an OutboxDelivery with deliver() or deliverBatch()',
+        },
+      )
+      .optional(),
+    mode: z
+      .enum(['durable', 'inline', 'onCommit'], {
+        error: 'must be "durable", "inline" or "onCommit"',
+      })
+      .optional(),
+    key: z
+      .string({ error: 'must be a string' })
+      .min(1, { error: 'must not be empty' })
+      .max(MAX_NAME, { error: `must be at most ${MAX_NAME} characters (the column's width)` })
+      .optional(),
+    maxAttempts: positiveInt('an integer ≥ 1').optional(),
+    leaseSeconds: positiveNumber('a number of seconds > 0').optional(),
+    backoff: backoffSchema.optional(),
+    onFailure: fn('a function (failure) => void').optional(),
+    timeoutSeconds: positiveNumber('a number of seconds > 0').optional(),
+  })
+  .superRefine((value, ctx) => {
+    if (value.handle === undefined && value.deliver === undefined) {
+      ctx.addIssue({
+        code: 'custom',
+        message: 'needs either handle (a function) or deliver (a transport)',
+      });
+    }
+    if (value.handle !== undefined && value.deliver !== undefined) {
+      ctx.addIssue({ code: 'custom', message: 'takes handle or deliver, not both' });
+    }
+    if (value.deliver !== undefined && value.mode !== undefined && value.mode !== 'durable') {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['mode'],
+        message: `must be "durable" for a transport (got "${value.mode}"): only the relay sends through deliver`,
+      });
+    }
+    const b = value.backoff;
+    if (
+      b?.baseSeconds !== undefined &&
+      b.capSeconds !== undefined &&
+      b.capSeconds < b.baseSeconds
+    ) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['backoff', 'capSeconds'],
+        message: `must be ≥ backoff.baseSeconds (${b.baseSeconds})`,
+      });
+    }
+  });
+
+const KNOWN_KEYS: Record<string, readonly string[]> = {
+  root: ['events', 'receivers', 'settings'],
+  settings: Object.keys(settingsSchema.shape),
+  event: Object.keys(eventOptionsSchema.shape),
+  receiver: Object.keys(receiverOptionsSchema.shape),
+};
+
+/**
+ * Turn zod issues into one ConfigurationError whose message lists every problem, each with
+ * its config path, what was expected, what was found, and (for a typo) the likely fix.
+ */
+function raise(issues: readonly z.core.$ZodIssue[], prefix: PropertyKey[], kind: string): never {
+  const lines = issues.map((issue) => {
+    const path = [...prefix, ...issue.path];
+    if (issue.code === 'unrecognized_keys') {
+      return issue.keys
+        .map((key) => {
+          const hint = closestName(key, KNOWN_KEYS[kind] ?? []);
+          const where = formatConfigPath(path);
+          return `${where} has an unknown option "${key}"${hint ? ` — did you mean "${hint}"?` : ''} (known: ${(KNOWN_KEYS[kind] ?? []).join(', ')})`;
+        })
+        .join('\n');
+    }
+    const got = 'input' in issue ? describe(issue.input) : undefined;
+    return `${formatConfigPath(path)} ${issue.message}${got === undefined ? '' : ` (got ${got})`}`;
+  });
+  throw new ConfigurationError(`Invalid outbox config:\n  ${lines.join('\n  ')}`, {
+    path: formatConfigPath([...prefix, ...(issues[0]?.path ?? [])]),
+  });
+}
+
+function describe(value: unknown): string {
+  if (typeof value === 'function') return 'a function';
+  if (typeof value === 'string')
+    return JSON.stringify(value.length > 40 ? `${value.slice(0, 40)}…` : value);
+  if (value === undefined) return 'undefined';
+  try {
+    const text = JSON.stringify(value);
+    return text.length > 60 ? `${text.slice(0, 60)}…` : text;
+  } catch {
+    return typeof value;
+  }
+}
+
+function configError(path: PropertyKey[], message: string): ConfigurationError {
+  const where = formatConfigPath(path);
+  return new ConfigurationError(`Invalid outbox config:\n  ${where} ${message}`, { path: where });
+}
+
+/**
+ * Declare the outbox: its events, its receivers and its settings. The result is what
+ * `createOutbox` and `npx outbox codegen` read.
+ *
+ * Everything is validated here, with zod, so a typo fails at start-up and names its
+ * config path and the fix: unknown keys are rejected (with a "did you mean"), every
+ * number is range-checked, a receiver naming an undeclared event is refused, and names
+ * and keys are held to the 255 characters their columns hold.
+ *
+ * @throws {ConfigurationError} listing every problem found.
+ */
+export function defineOutbox<const E extends Record<string, EventDefinition>>(
+  input: OutboxConfigInput<E>,
+): OutboxConfig<E> {
+  const root = z
+    .strictObject(
+      {
+        events: z.record(z.string(), z.unknown(), {
+          error: 'must be an object of event({ ... }) by name',
+        }),
+        receivers: z
+          .record(z.string(), z.unknown(), { error: 'must be an object of receiver(...) by key' })
+          .optional(),
+        settings: z.unknown().optional(),
+      },
+      { error: 'must be an object { events, receivers?, settings? }' },
+    )
+    .safeParse(input, { reportInput: true });
+  if (!root.success) raise(root.error.issues, [], 'root');
+
+  const settingsResult = settingsSchema.safeParse(input.settings ?? {}, { reportInput: true });
+  if (!settingsResult.success) raise(settingsResult.error.issues, ['settings'], 'settings');
+  const s = settingsResult.data;
+  const settings: ResolvedSettings = {
+    ...DEFAULT_SETTINGS,
+    ...stripUndefined(s),
+    backoff: { ...DEFAULT_SETTINGS.backoff, ...stripUndefined(s.backoff ?? {}) },
+  };
+  if (settings.backoff.capSeconds < settings.backoff.baseSeconds) {
+    throw configError(
+      ['settings', 'backoff', 'capSeconds'],
+      `must be ≥ settings.backoff.baseSeconds (${settings.backoff.baseSeconds})`,
+    );
+  }
+
+  const events = new Map<string, ResolvedEvent>();
+  const byDefinition = new Map<EventDefinition, string>();
+  for (const [name, definition] of Object.entries(input.events)) {
+    const path = ['events', name];
+    if (name.length === 0 || name.length > MAX_NAME) {
+      throw configError(
+        path,
+        `is not a valid event name: it must be 1 to ${MAX_NAME} characters (got ${name.length})`,
+      );
+    }
+    if (!isEventDefinition(definition)) {
+      throw configError(path, `must be built with event({ schema }) (got ${describe(definition)})`);
+    }
+    const parsed = eventOptionsSchema.safeParse(rawEventOptions(definition), { reportInput: true });
+    if (!parsed.success) raise(parsed.error.issues, path, 'event');
+    const problem = findUnroundtrippable(definition.schema, []);
+    if (problem) throw configError([...path, 'schema', ...problem.path], problem.message);
+    events.set(name, {
+      name,
+      version: definition.version,
+      schema: definition.schema,
+      retention: definition.retention,
+      description: definition.description,
+    });
+    byDefinition.set(definition, name);
+  }
+
+  const receivers: ResolvedReceiver[] = [];
+  const keys = new Map<string, string>();
+  for (const [configKey, definition] of Object.entries(input.receivers ?? {})) {
+    const path = ['receivers', configKey];
+    if (!isReceiverDefinition(definition)) {
+      throw configError(
+        path,
+        `must be built with receiver(event, { handle }) (got ${describe(definition)})`,
+      );
+    }
+    const parsed = receiverOptionsSchema.safeParse(definition.options, { reportInput: true });
+    if (!parsed.success) raise(parsed.error.issues, path, 'receiver');
+    const o = definition.options;
+    const key = o.key ?? configKey;
+    if (key.length === 0 || key.length > MAX_NAME) {
+      throw configError(
+        path,
+        `is not a valid receiver key: it must be 1 to ${MAX_NAME} characters (got ${key.length}); pass key: '…' to shorten it`,
+      );
+    }
+    const clash = keys.get(key);
+    if (clash !== undefined) {
+      throw configError(
+        [...path, 'key'],
+        `"${key}" is already the key of receivers["${clash}"]; every receiver key must be unique`,
+      );
+    }
+    keys.set(key, configKey);
+    const eventName = resolveEventRef(definition.event, events, byDefinition, path);
+    const delivery = o.deliver === undefined ? undefined : normaliseDelivery(o.deliver, key);
+    receivers.push({
+      key,
+      event: eventName,
+      wildcard: eventName === undefined,
+      mode: o.mode ?? 'durable',
+      kind: o.handle ? 'handler' : 'delivery',
+      handle: o.handle as Handler | undefined,
+      delivery,
+      maxAttempts: o.maxAttempts ?? 5,
+      leaseSeconds: o.leaseSeconds,
+      backoff: o.backoff ?? {},
+      timeoutSeconds: o.timeoutSeconds,
+      onFailure: o.onFailure,
+    });
+  }
+  receivers.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
+
+  const routes = new Map<string, EventRoute>();
+  for (const event of events.values()) {
+    const mine = receivers.filter((r) => r.wildcard || r.event === event.name);
+    routes.set(event.name, {
+      event,
+      inline: mine.filter((r) => r.mode === 'inline'),
+      onCommit: mine.filter((r) => r.mode === 'onCommit'),
+      durable: mine.filter((r) => r.mode === 'durable'),
+    });
+  }
+  const byKey = new Map(receivers.map((r) => [r.key, r]));
+  const eventList = [...events.values()].sort((a, b) =>
+    a.name < b.name ? -1 : a.name > b.name ? 1 : 0,
+  );
+
+  return Object.freeze({
+    [CONFIG]: true as const,
+    events: input.events,
+    eventList,
+    receivers,
+    settings,
+    route: (name: string) => routes.get(name),
+    receiver: (key: string) => byKey.get(key),
+  });
+}
+
+function resolveEventRef(
+  ref: EventRef,
+  events: Map<string, ResolvedEvent>,
+  byDefinition: Map<EventDefinition, string>,
+  path: PropertyKey[],
+): string | undefined {
+  if (ref === AnyEvent) return undefined;
+  if (typeof ref === 'string') {
+    if (events.has(ref)) return ref;
+    const hint = closestName(ref, [...events.keys()]);
+    throw configError(
+      path,
+      `listens to "${ref}", which is not declared in events${hint ? ` — did you mean "${hint}"?` : ''}`,
+    );
+  }
+  if (isEventDefinition(ref)) {
+    const name = byDefinition.get(ref);
+    if (name !== undefined) return name;
+    throw configError(
+      path,
+      'listens to an event definition that is not registered in events; add it to defineOutbox({ events })',
+    );
+  }
+  throw configError(
+    path,
+    `must name an event: a string, an event(...) definition or AnyEvent (got ${describe(ref)})`,
+  );
+}
+
+function normaliseDelivery(deliver: unknown, key: string): OutboxDelivery {
+  if (typeof deliver === 'function') {
+    const send = deliver as (event: unknown) => Promise<unknown>;
+    return { name: send.name || key, deliver: async (event) => void (await send(event)) };
+  }
+  return deliver as OutboxDelivery;
+}
+
+function stripUndefined<T extends object>(value: T): Partial<T> {
+  return Object.fromEntries(Object.entries(value).filter(([, v]) => v !== undefined)) as Partial<T>;
+}
+
+/**
+ * Find a part of a payload schema whose parsed value cannot survive JSON and be parsed
+ * again: a bare `z.date()` parses a Date but refuses the ISO text it is stored as.
+ */
+function findUnroundtrippable(
+  schema: z.ZodType,
+  path: PropertyKey[],
+): { path: PropertyKey[]; message: string } | undefined {
+  const def = (schema as unknown as { _zod: { def: Record<string, unknown> & { type: string } } })
+    ._zod.def;
+  switch (def.type) {
+    case 'date':
+      if (!def.coerce) {
+        return {
+          path,
+          message:
+            'is z.date(), which cannot decode the ISO text a date is stored as; use z.coerce.date()',
+        };
+      }
+      return undefined;
+    case 'bigint':
+      if (!def.coerce) {
+        return {
+          path,
+          message:
+            'is z.bigint(), which cannot decode the text a bigint is stored as; use z.coerce.bigint()',
+        };
+      }
+      return undefined;
+    case 'map':
+    case 'set':
+    case 'symbol':
+    case 'function':
+    case 'promise':
+      return {
+        path,
+        message: `is z.${def.type}(), which JSON cannot hold; use an object or array`,
+      };
+    case 'object':
+      for (const [key, child] of Object.entries(def.shape as Record<string, z.ZodType>)) {
+        const found = findUnroundtrippable(child, [...path, key]);
+        if (found) return found;
+      }
+      return undefined;
+    case 'array':
+      return findUnroundtrippable(def.element as z.ZodType, [...path, 'element']);
+    case 'record':
+      return findUnroundtrippable(def.valueType as z.ZodType, [...path, 'value']);
+    case 'optional':
+    case 'nullable':
+    case 'default':
+    case 'prefault':
+    case 'readonly':
+    case 'nonoptional':
+    case 'catch':
+      return findUnroundtrippable(def.innerType as z.ZodType, path);
+    case 'union':
+      for (const option of def.options as z.ZodType[]) {
+        const found = findUnroundtrippable(option, path);
+        if (found) return found;
+      }
+      return undefined;
+    default:
+      return undefined;
+  }
+}

@@ -1,0 +1,78 @@
+import type { z } from 'zod';
+
+const EVENT = Symbol.for('outboxkit.event');
+
+/** How long `pruneEvents` keeps an event: a window of its own, or once consumed. */
+export type Retention = { readonly days: number } | 'succeeded' | 'settled';
+
+/** Options of {@link event}. */
+export interface EventOptions<S extends z.ZodType> {
+  /**
+   * The payload's schema. `fire()` validates every payload with it before writing anything,
+   * and receivers get the payload decoded by it. Dates must survive JSON, so declare them as
+   * `z.coerce.date()` (a bare `z.date()` is refused: it could never decode its own rows).
+   */
+  readonly schema: S;
+  /**
+   * The payload's schema version, written on every row. Bump it on a breaking change so a
+   * receiver (and `catalogue diff`) can tell old rows from new ones.
+   * @defaultValue 1
+   */
+  readonly version?: number;
+  /**
+   * How long `pruneEvents` keeps this event's rows. Copied onto every row at fire time,
+   * so a later change here does not reach events already recorded.
+   * @defaultValue the outbox-wide retention
+   */
+  readonly retention?: Retention;
+  /** A sentence for the catalogue: what happened, in the domain's words. */
+  readonly description?: string;
+}
+
+/** A declared event. Build it with {@link event}; its name is its key in `defineOutbox({ events })`. */
+export interface EventDefinition<S extends z.ZodType = z.ZodType> {
+  readonly [EVENT]: true;
+  readonly schema: S;
+  readonly version: number;
+  readonly retention: Retention | undefined;
+  readonly description: string | undefined;
+}
+
+/**
+ * Declare an event: a payload schema and a version.
+ *
+ * The event's name is the key it is given in `defineOutbox({ events })` — the record key
+ * *is* the pinned name, so renaming a variable never strands rows written under the old
+ * name (the reference's `name=` option exists for exactly that, and a record key gives it
+ * for free).
+ *
+ * @example
+ * ```ts
+ * const OrderPlaced = event({ schema: z.object({ orderId: z.string() }), version: 1 });
+ * ```
+ */
+export function event<S extends z.ZodType>(options: EventOptions<S>): EventDefinition<S> {
+  return {
+    [EVENT]: true,
+    schema: options.schema,
+    version: options.version ?? 1,
+    retention: options.retention,
+    description: options.description,
+    // kept for validation: unknown keys are reported by defineOutbox
+    ...({ rawOptions: options } as object),
+  } as EventDefinition<S>;
+}
+
+/** Whether a value was built by {@link event}. */
+export function isEventDefinition(value: unknown): value is EventDefinition {
+  return (
+    typeof value === 'object' &&
+    value !== null &&
+    (value as Record<symbol, unknown>)[EVENT] === true
+  );
+}
+
+/** The options object an event was declared with, for validation. */
+export function rawEventOptions(definition: EventDefinition): unknown {
+  return (definition as unknown as { rawOptions: unknown }).rawOptions;
+}

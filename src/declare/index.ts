@@ -1,0 +1,36 @@
+export type {
+  EventRoute,
+  OutboxConfig,
+  OutboxConfigInput,
+  ResolvedEvent,
+  ResolvedReceiver,
+} from './define-outbox.js';
+export { defineOutbox, isOutboxConfig } from './define-outbox.js';
+export type { EventDefinition, EventOptions, Retention } from './event.js';
+export { event, isEventDefinition } from './event.js';
+export type {
+  BackoffOptions,
+  CommonReceiverOptions,
+  DeliveryReceiverOptions,
+  EventRef,
+  HandlerReceiverOptions,
+  PayloadOf,
+  ReceiverDefinition,
+  ReceiverOptions,
+} from './receiver.js';
+export { isReceiverDefinition, receiver } from './receiver.js';
+export type { OutboxSettings, ResolvedSettings } from './settings.js';
+export { DEFAULT_SETTINGS } from './settings.js';
+export type {
+  DeliveryContext,
+  DeliveryFailure,
+  DeliveryMode,
+  DeliveryStatus,
+  Handler,
+  JsonValue,
+  OutboxDelivery,
+  OutboxEvent,
+  PayloadInput,
+  PayloadOutput,
+} from './types.js';
+export { AnyEvent, DELIVERY_STATUSES } from './types.js';

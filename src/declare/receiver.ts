@@ -1,0 +1,137 @@
+import type { z } from 'zod';
+import type { EventDefinition } from './event.js';
+import type {
+  AnyEvent,
+  DeliveryFailure,
+  DeliveryMode,
+  Handler,
+  OutboxDelivery,
+  OutboxEvent,
+} from './types.js';
+
+const RECEIVER = Symbol.for('outboxkit.receiver');
+
+/** The retry curve of one receiver: full jitter, capped. */
+export interface BackoffOptions {
+  /**
+   * The first retry's ceiling, in seconds; each later one doubles it. Full jitter applies:
+   * a wait is drawn from zero up to the ceiling, so a base of 60 means a first retry
+   * somewhere in the next minute, never "in a minute".
+   * @defaultValue `settings.backoff.baseSeconds` (1)
+   */
+  readonly baseSeconds?: number;
+  /**
+   * The ceiling's cap, in seconds.
+   * @defaultValue `settings.backoff.capSeconds` (3600)
+   */
+  readonly capSeconds?: number;
+}
+
+/** Options every receiver accepts. */
+export interface CommonReceiverOptions {
+  /**
+   * When the receiver runs. See {@link DeliveryMode}.
+   * @defaultValue `'durable'`
+   */
+  readonly mode?: DeliveryMode;
+  /**
+   * The key written onto every delivery row, which is what the row is found by. Defaults
+   * to the receiver's key in `defineOutbox({ receivers })`. At most 255 characters: a
+   * longer one would be truncated by PostgreSQL (orphaning its rows) and pass on SQLite.
+   */
+  readonly key?: string;
+  /**
+   * How many attempts a durable delivery gets before it is dead-lettered. Copied onto each
+   * delivery row at fire time, so a deploy does not change the budget of rows in flight.
+   * @defaultValue 5
+   */
+  readonly maxAttempts?: number;
+  /**
+   * How long a claimed delivery is leased to one relay, in seconds. A receiver still
+   * working when its lease lapses has its row taken by another relay, so a receiver that
+   * legitimately runs long declares a longer lease here.
+   * @defaultValue `settings.leaseSeconds` (60)
+   */
+  readonly leaseSeconds?: number;
+  /** This receiver's retry curve; read when an attempt fails, so a deploy applies at once. */
+  readonly backoff?: BackoffOptions;
+  /**
+   * Called after a failed attempt has been recorded, outside any transaction, so the
+   * receiver can keep a durable record of its own failure. A throw is logged and swallowed.
+   */
+  readonly onFailure?: (failure: DeliveryFailure) => unknown | Promise<unknown>;
+  /**
+   * How long one attempt may take, in seconds, before it counts as failed. Keep it below
+   * the lease: a lease running out mid-delivery lets another relay deliver the event too.
+   * @defaultValue `settings.deliveryTimeoutSeconds` (30)
+   */
+  readonly timeoutSeconds?: number;
+}
+
+/** A receiver that runs a function (a handler). */
+export interface HandlerReceiverOptions<P> extends CommonReceiverOptions {
+  /**
+   * The function that receives the event. Durable handlers run in the relay inside a
+   * transaction that also carries the acknowledgement (`context.transaction`), so work
+   * done in the same database is effectively once.
+   */
+  readonly handle: Handler<P>;
+  readonly deliver?: never;
+}
+
+/** A receiver that forwards events through a transport (Kafka, a webhook, your own). */
+export interface DeliveryReceiverOptions extends CommonReceiverOptions {
+  /**
+   * The transport: an {@link OutboxDelivery} or a plain async function of one event. It
+   * sends outside any transaction; the outcomes of a batch are recorded in one statement.
+   */
+  readonly deliver: OutboxDelivery | ((event: OutboxEvent) => Promise<unknown>);
+  readonly handle?: never;
+}
+
+/** The options of {@link receiver}. */
+export type ReceiverOptions<P> = HandlerReceiverOptions<P> | DeliveryReceiverOptions;
+
+/** What a receiver listens to: an event's name, its definition (typed), or {@link AnyEvent}. */
+export type EventRef = string | EventDefinition | AnyEvent;
+
+/** A declared receiver. Build it with {@link receiver}; register it in `defineOutbox({ receivers })`. */
+export interface ReceiverDefinition<P = unknown> {
+  readonly [RECEIVER]: true;
+  readonly event: EventRef;
+  readonly options: ReceiverOptions<P>;
+}
+
+/** The decoded payload type of an event reference. */
+export type PayloadOf<R> =
+  R extends EventDefinition<infer S extends z.ZodType> ? z.output<S> : unknown;
+
+/**
+ * Declare a receiver of one event (or of every event, with {@link AnyEvent}).
+ *
+ * Pass the event's definition rather than its name to have the handler's payload typed;
+ * `npx outbox codegen` types the string form too. Everything is checked by
+ * `defineOutbox`, which knows the receiver's key and so can name it in an error.
+ *
+ * @example
+ * ```ts
+ * receivers: {
+ *   'mail.orderConfirmation': receiver(OrderPlaced, { handle: async (e) => sendMail(e.payload) }),
+ * }
+ * ```
+ */
+export function receiver<const R extends EventRef>(
+  event: R,
+  options: ReceiverOptions<PayloadOf<R>>,
+): ReceiverDefinition<PayloadOf<R>> {
+  return { [RECEIVER]: true, event, options };
+}
+
+/** Whether a value was built by {@link receiver}. */
+export function isReceiverDefinition(value: unknown): value is ReceiverDefinition {
+  return (
+    typeof value === 'object' &&
+    value !== null &&
+    (value as Record<symbol, unknown>)[RECEIVER] === true
+  );
+}

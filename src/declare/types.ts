@@ -1,0 +1,160 @@
+import type { Transaction } from 'sequelize';
+import type { z } from 'zod';
+
+/** A JSON value as it is stored in the payload and headers columns. */
+export type JsonValue =
+  | string
+  | number
+  | boolean
+  | null
+  | JsonValue[]
+  | { [key: string]: JsonValue };
+
+/**
+ * When a receiver runs relative to the firing transaction.
+ *
+ * - `durable` (the default): after commit, at least once, retried, with a delivery row
+ *   recording the debt. The only mode that survives a crash.
+ * - `inline`: inside `fire()`'s transaction, and free to abort it by throwing. Needs no
+ *   durability: its failure mode is a rollback, so nothing can be owed.
+ * - `onCommit`: after commit, in the firing process, best effort. A throw is logged, never
+ *   raised, and nothing retries it.
+ */
+export type DeliveryMode = 'durable' | 'inline' | 'onCommit';
+
+/**
+ * The status of one delivery row: an event owed to one durable receiver (and target).
+ *
+ * `failed` is distinct from `pending` so that "has this ever failed" is answerable
+ * without reading the attempt count; `dead` rows are no longer tried and hold back the
+ * later events of their ordering key; `orphaned` rows name a receiver the config no
+ * longer declares.
+ */
+export type DeliveryStatus =
+  | 'pending'
+  | 'claimed'
+  | 'succeeded'
+  | 'failed'
+  | 'dead'
+  | 'orphaned'
+  | 'cancelled';
+
+/** Every delivery status, in the order reports list them. */
+export const DELIVERY_STATUSES: readonly DeliveryStatus[] = [
+  'pending',
+  'claimed',
+  'succeeded',
+  'failed',
+  'dead',
+  'orphaned',
+  'cancelled',
+];
+
+/**
+ * Declares a receiver for every event (a wildcard). Meant for transports that forward
+ * events without knowing what they are; matched when an event is fired, so it also
+ * receives events declared after it.
+ */
+export const AnyEvent: unique symbol = Symbol.for('outboxkit.AnyEvent');
+/** The type of {@link AnyEvent}. */
+export type AnyEvent = typeof AnyEvent;
+
+/** A recorded event, as receivers, deliveries and `assertFired` see it. */
+export interface OutboxEvent<P = unknown> {
+  /** The event's UUIDv7: what receivers deduplicate on (sent as the `outbox-event-id` header). */
+  readonly id: string;
+  /** The event row's sequence number, the delivery order, as a decimal string (a bigint). */
+  readonly sequence: string;
+  /** The declared event name, which is also its topic, e.g. `shop.OrderPlaced`. */
+  readonly name: string;
+  /** The schema version the payload was written with. */
+  readonly version: number;
+  /** The decoded payload. */
+  readonly payload: P;
+  /** Metadata besides the payload (trace context, author), carried into broker headers. */
+  readonly headers: Readonly<Record<string, JsonValue>>;
+  /** Events of one ordering key are delivered to each receiver strictly in order. */
+  readonly orderingKey: string | null;
+  /** The key that made this event unique, if it was fired with one. */
+  readonly idempotencyKey: string | null;
+  /** When the thing the event reports happened (the domain's own time). */
+  readonly occurredAt: Date;
+  /** When the event row was written. */
+  readonly recordedAt: Date;
+}
+
+/**
+ * Delivery metadata handed to a receiver next to the event.
+ *
+ * Frozen data read off the rows, never a live handle: a durable delivery can run in another
+ * process hours after the code that fired it.
+ */
+export interface DeliveryContext {
+  /** The key of the receiver this attempt is for. */
+  readonly receiverKey: string;
+  /** The delivery row's id, or `null` for `inline`/`onCommit` receivers, which have no row. */
+  readonly deliveryId: string | null;
+  /** Which attempt this is, counting from one (always 1 without a row). */
+  readonly attempt: number;
+  /** The fan-out target of this delivery; blank for a receiver without targets. */
+  readonly target: string;
+  /**
+   * The transaction to do database work in. For a durable handler it is the transaction
+   * that also records the acknowledgement, so work in the same database commits exactly
+   * when the delivery is recorded done (effectively once). For an `inline` receiver it is
+   * the firing transaction. Absent for `onCommit` receivers and transports.
+   */
+  readonly transaction?: Transaction;
+  /** Aborted when the relay is asked to stop; a long handler may check it. */
+  readonly signal?: AbortSignal;
+}
+
+/** A function receiving one event. Its return value is ignored; a throw is a failed attempt. */
+export type Handler<P = unknown> = (
+  event: OutboxEvent<P>,
+  context: DeliveryContext,
+) => unknown | Promise<unknown>;
+
+/**
+ * A transport: sends events outside any transaction, a batch at a time.
+ *
+ * Implement `deliver` for one event at a time (the relay runs up to the relay's
+ * `concurrency` at once), or `deliverBatch` to send a whole batch in one call (a Kafka
+ * produce, a Redis pipeline). `deliverBatch` resolves to nothing when every event went, or
+ * to an array with one entry per event: `undefined`/`null` for sent, an error for failed.
+ * A throw fails the whole batch.
+ */
+export interface OutboxDelivery {
+  /** A name for logs and the catalogue. */
+  readonly name?: string;
+  /** Send one event. */
+  deliver?(event: OutboxEvent, context: DeliveryContext): Promise<void>;
+  /** Send many events at once; see the interface docs for the result. */
+  deliverBatch?(events: readonly OutboxEvent[]): Promise<ReadonlyArray<unknown> | undefined>;
+  /** Release connections; called when the outbox is closed. */
+  close?(): Promise<void>;
+}
+
+/** What a receiver's `onFailure` hook is told about one failed attempt. */
+export interface DeliveryFailure {
+  readonly receiverKey: string;
+  readonly deliveryId: string;
+  readonly eventId: string;
+  readonly eventName: string;
+  readonly target: string;
+  /** Which attempt failed, counting from one. */
+  readonly attempt: number;
+  /** `failed` while attempts remain, `dead` once the budget is spent or on `PermanentFailure`. */
+  readonly status: 'failed' | 'dead';
+  /** The message the relay stored. */
+  readonly error: string;
+}
+
+/** The payload type (as the caller passes it) of an event definition. */
+export type PayloadInput<D> = D extends { readonly schema: infer S extends z.ZodType }
+  ? z.input<S>
+  : never;
+/** The payload type (as receivers see it, decoded) of an event definition. */
+export type PayloadOutput<D> = D extends { readonly schema: infer S extends z.ZodType }
+  ? z.output<S>
+  : never;

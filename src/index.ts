@@ -1,0 +1,64 @@
+/**
+ * outboxkit: the transactional outbox and durable domain events for Sequelize.
+ * @packageDocumentation
+ */
+
+export { decodeJson, encodeJson } from './codec/index.js';
+export type {
+  BackoffOptions,
+  CommonReceiverOptions,
+  DeliveryContext,
+  DeliveryFailure,
+  DeliveryMode,
+  DeliveryReceiverOptions,
+  DeliveryStatus,
+  EventDefinition,
+  EventOptions,
+  EventRef,
+  EventRoute,
+  Handler,
+  HandlerReceiverOptions,
+  JsonValue,
+  OutboxConfig,
+  OutboxConfigInput,
+  OutboxDelivery,
+  OutboxEvent,
+  OutboxSettings,
+  PayloadInput,
+  PayloadOf,
+  PayloadOutput,
+  ReceiverDefinition,
+  ReceiverOptions,
+  ResolvedEvent,
+  ResolvedReceiver,
+  ResolvedSettings,
+  Retention,
+} from './declare/index.js';
+export {
+  AnyEvent,
+  DEFAULT_SETTINGS,
+  DELIVERY_STATUSES,
+  defineOutbox,
+  event,
+  isOutboxConfig,
+  receiver,
+} from './declare/index.js';
+export {
+  ConfigurationError,
+  DeliveryError,
+  NotYet,
+  OutboxError,
+  PermanentFailure,
+  RetryAfter,
+  ValidationError,
+} from './errors/index.js';
+export type { FiredEvent, FireMessage, FireOptions } from './fire/fire.js';
+export type { OutboxEventMap, OutboxLogger } from './observe/index.js';
+export { consoleLogger, silentLogger } from './observe/index.js';
+export type { CreateOutboxOptions, Outbox, TypedFireMessage } from './outbox.js';
+export { createOutbox } from './outbox.js';
+export { backoffSeconds } from './relay/backoff.js';
+export type { DeliverPendingOptions } from './relay/deliver-pending.js';
+export type { RelayReport, RunRelayOptions } from './relay/run-relay.js';
+export type { ListenNotifyOptions, OutboxWakeup } from './wakeups/index.js';
+export { inProcessWakeup, listenNotifyWakeup } from './wakeups/index.js';

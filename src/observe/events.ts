@@ -1,0 +1,69 @@
+import { EventEmitter } from 'node:events';
+import type { OutboxLogger } from './logger.js';
+
+/** What the relay reports, by event name. Listen with `outbox.on(name, listener)`. */
+export interface OutboxEventMap {
+  /** A delivery succeeded. `delayMs` is the time since the event was recorded. */
+  'relay:delivered': {
+    deliveryId: string;
+    receiverKey: string;
+    eventName: string;
+    attempt: number;
+    delayMs: number;
+  };
+  /** An attempt failed and will be retried at `nextAttemptAt`. */
+  'relay:failed': {
+    deliveryId: string;
+    receiverKey: string;
+    eventName: string;
+    attempt: number;
+    error: string;
+    nextAttemptAt: Date;
+  };
+  /** A delivery was dead-lettered: its budget is spent, or it raised PermanentFailure. */
+  'relay:deadLettered': {
+    deliveryId: string;
+    receiverKey: string;
+    eventName: string;
+    attempt: number;
+    error: string;
+  };
+  /** A delivery names a receiver the config no longer declares. */
+  'relay:orphaned': { deliveryId: string; receiverKey: string; eventName: string };
+  /** A database error the relay survived (it retries with backoff). */
+  'relay:error': { error: unknown; during: 'claim' | 'record' | 'renew' | 'release' | 'wait' };
+  /** An `onCommit` receiver threw; logged, never raised. */
+  'fire:onCommitFailed': { receiverKey: string; eventName: string; error: unknown };
+}
+
+/**
+ * A typed emitter whose listeners can never hurt the emitter: a listener that throws is
+ * caught and logged (graphile-worker's `safeEmit`), because an observer must not be able
+ * to kill the relay it observes.
+ */
+export class SafeEmitter {
+  readonly #emitter = new EventEmitter();
+
+  constructor(private readonly logger: OutboxLogger) {
+    this.#emitter.setMaxListeners(100);
+  }
+
+  on<K extends keyof OutboxEventMap>(
+    name: K,
+    listener: (payload: OutboxEventMap[K]) => void,
+  ): () => void {
+    this.#emitter.on(name, listener);
+    return () => this.#emitter.off(name, listener);
+  }
+
+  emit<K extends keyof OutboxEventMap>(name: K, payload: OutboxEventMap[K]): void {
+    if (this.#emitter.listenerCount(name) === 0) return;
+    for (const listener of this.#emitter.listeners(name)) {
+      try {
+        (listener as (p: OutboxEventMap[K]) => void)(payload);
+      } catch (error) {
+        this.logger.error(`a listener of ${name} threw; ignored`, { error });
+      }
+    }
+  }
+}

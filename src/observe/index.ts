@@ -1,0 +1,3 @@
+export type { OutboxEventMap } from './events.js';
+export type { OutboxLogger } from './logger.js';
+export { consoleLogger, silentLogger } from './logger.js';

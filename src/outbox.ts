@@ -1,0 +1,218 @@
+import type { Sequelize, Transaction } from 'sequelize';
+import type { z } from 'zod';
+import { isOutboxConfig, type OutboxConfig } from './declare/define-outbox.js';
+import type { EventDefinition } from './declare/event.js';
+import type { DeliveryStatus } from './declare/types.js';
+import { ConfigurationError } from './errors/outbox-error.js';
+import { type FiredEvent, type FireMessage, type FireOptions, fireEvents } from './fire/fire.js';
+import { type OutboxEventMap, SafeEmitter } from './observe/events.js';
+import { consoleLogger, type OutboxLogger } from './observe/logger.js';
+import { newProcessId } from './relay/claim-token.js';
+import { type DeliverPendingOptions, deliverPending } from './relay/deliver-pending.js';
+import { type RelayReport, type RunRelayOptions, runRelay } from './relay/run-relay.js';
+import { attachRuntime, type Runtime } from './runtime.js';
+import { PostgresStore } from './storage/postgres.js';
+import { SqliteStore } from './storage/sqlite.js';
+import type { OutboxStore } from './storage/store.js';
+import { tableNames } from './storage/tables.js';
+import { inProcessWakeup } from './wakeups/in-process.js';
+import { isAttachable } from './wakeups/listen-notify.js';
+import type { OutboxWakeup } from './wakeups/wakeup.js';
+
+/** Options of {@link createOutbox}: where the outbox lives and how it talks. */
+export interface CreateOutboxOptions {
+  /** The application's Sequelize instance: events commit on its connections. */
+  readonly sequelize: Sequelize;
+  /**
+   * A PostgreSQL schema for the outbox's tables (created by `migrate()`).
+   * @defaultValue the connection's search path (usually `public`)
+   */
+  readonly schema?: string;
+  /**
+   * The prefix of the outbox's table names.
+   * @defaultValue `'outbox_'`
+   */
+  readonly tablePrefix?: string;
+  /**
+   * How relays learn that something was written. `null` for none (relays poll).
+   * @defaultValue {@link inProcessWakeup}
+   */
+  readonly wakeup?: OutboxWakeup | null;
+  /** Where outboxkit logs. @defaultValue warnings and errors to the console */
+  readonly logger?: OutboxLogger;
+  /** The real clock (recorded_at, attempts). Tests may inject one. @defaultValue `() => new Date()` */
+  readonly clock?: () => Date;
+  /** A value in [0, 1) for the backoff's full jitter. @defaultValue `Math.random` */
+  readonly jitter?: () => number;
+}
+
+type Events<C> = C extends OutboxConfig<infer E> ? E : never;
+type EventName<C> = Extract<keyof Events<C>, string>;
+type Input<C, N extends EventName<C>> =
+  Events<C>[N] extends EventDefinition<infer S extends z.ZodType> ? z.input<S> : never;
+type Output<C, N extends EventName<C>> =
+  Events<C>[N] extends EventDefinition<infer S extends z.ZodType> ? z.output<S> : never;
+
+/** One event for {@link Outbox.fireMany}, typed by name. */
+export type TypedFireMessage<C> = {
+  [N in EventName<C>]: FireMessage<N, Input<C, N>>;
+}[EventName<C>];
+
+/**
+ * An outbox: fire events in your transactions, run relays that deliver them.
+ * Made by {@link createOutbox}; holds no hidden globals, so two outboxes never interfere.
+ */
+export interface Outbox<C extends OutboxConfig = OutboxConfig> {
+  /** The validated config this outbox runs. */
+  readonly config: C;
+  /**
+   * Create or upgrade the outbox's tables. Idempotent, and safe when two processes run it
+   * at once (PostgreSQL: an advisory lock; SQLite: an immediate transaction).
+   */
+  migrate(): Promise<void>;
+  /**
+   * Record an event in the caller's transaction and owe it to its durable receivers.
+   *
+   * The event row and one delivery row per durable receiver are written in one statement
+   * inside `options.transaction` (or Sequelize's CLS transaction), so the obligation
+   * exists if and only if the business change commits. `inline` receivers run here, in the
+   * transaction (a throw aborts it); `onCommit` receivers run after the commit (a throw is
+   * logged). Nothing is recorded or signalled for a rollback.
+   *
+   * @throws {ValidationError} before anything is written: an unknown name, a payload its
+   * schema refuses, a value JSON cannot hold (NaN at any depth), an empty header name, a
+   * transaction of another Sequelize instance.
+   */
+  fire<N extends EventName<C>>(
+    name: N,
+    payload: Input<C, N>,
+    options?: FireOptions,
+  ): Promise<FiredEvent<Output<C, N>>>;
+  /**
+   * Record many events in one statement, in the order given (so the events of an ordering
+   * key are delivered in that order). Returns them in that order; for an idempotency key
+   * already stored, the stored event.
+   */
+  fireMany(
+    messages: readonly TypedFireMessage<C>[],
+    options?: { transaction?: Transaction | null },
+  ): Promise<FiredEvent[]>;
+  /** Run a relay until `options.signal` aborts (or `passes` are spent). See {@link RunRelayOptions}. */
+  runRelay(options?: RunRelayOptions): Promise<RelayReport>;
+  /** Claim and deliver what is owed now, through the relay's own path, and report. */
+  deliverPending(options?: DeliverPendingOptions): Promise<Record<DeliveryStatus, number>>;
+  /** Count delivery rows by status: a quick look at the backlog. */
+  countDeliveries(): Promise<Record<DeliveryStatus, number>>;
+  /** Observe the relay (`relay:delivered`, `relay:deadLettered`, …); returns an unsubscribe. */
+  on<K extends keyof OutboxEventMap>(
+    name: K,
+    listener: (payload: OutboxEventMap[K]) => void,
+  ): () => void;
+  /** Release the wakeup and the transports' connections. Does not close Sequelize. */
+  close(): Promise<void>;
+}
+
+/**
+ * Create an outbox for a config and a Sequelize instance.
+ *
+ * @example
+ * ```ts
+ * const outbox = createOutbox(config, { sequelize });
+ * await outbox.migrate();
+ * await sequelize.transaction(async (transaction) => {
+ *   const order = await Order.create({ ... }, { transaction });
+ *   await outbox.fire('shop.OrderPlaced', { orderId: order.id }, { transaction });
+ * });
+ * ```
+ * @throws {ConfigurationError} for a config not made by `defineOutbox`, an unsupported
+ * dialect, or a wakeup the dialect cannot serve.
+ */
+export function createOutbox<C extends OutboxConfig>(
+  config: C,
+  options: CreateOutboxOptions,
+): Outbox<C> {
+  if (!isOutboxConfig(config)) {
+    throw new ConfigurationError(
+      'createOutbox(config) needs the result of defineOutbox({ ... }); got something else',
+      { path: 'config' },
+    );
+  }
+  const sequelize = options?.sequelize;
+  if (
+    !sequelize ||
+    typeof sequelize.query !== 'function' ||
+    typeof sequelize.transaction !== 'function'
+  ) {
+    throw new ConfigurationError(
+      'createOutbox(config, { sequelize }) needs your Sequelize instance',
+      { path: 'sequelize' },
+    );
+  }
+  const dialect = sequelize.getDialect();
+  if (options.schema !== undefined && dialect !== 'postgres') {
+    throw new ConfigurationError(
+      `createOutbox({ schema }) is for PostgreSQL; ${dialect} has no schemas`,
+      { path: 'schema' },
+    );
+  }
+  const logger = options.logger ?? consoleLogger;
+  const wakeup = options.wakeup === undefined ? inProcessWakeup() : (options.wakeup ?? undefined);
+  if (wakeup && isAttachable(wakeup)) wakeup.attach(sequelize);
+  const tables = tableNames(options.tablePrefix ?? 'outbox_', options.schema);
+  let store: OutboxStore;
+  if (dialect === 'postgres') store = new PostgresStore(sequelize, tables, wakeup?.notifyChannel);
+  else if (dialect === 'sqlite') store = new SqliteStore(sequelize, tables);
+  else {
+    throw new ConfigurationError(
+      `outboxkit supports PostgreSQL and SQLite; this Sequelize uses ${dialect}`,
+      { path: 'sequelize' },
+    );
+  }
+  const events = new SafeEmitter(logger);
+  const runtime: Runtime = {
+    config,
+    sequelize,
+    store,
+    wakeup,
+    logger,
+    events,
+    clock: options.clock ?? (() => new Date()),
+    jitter: options.jitter ?? Math.random,
+    processId: newProcessId(),
+  };
+  const outbox: Outbox<C> = {
+    config,
+    migrate: () => store.migrate(),
+    fire: async (name, payload, fireOptions = {}) => {
+      const [fired] = await fireEvents(
+        runtime,
+        [{ ...fireOptions, name, payload }],
+        fireOptions.transaction,
+        'fire()',
+      );
+      return fired as FiredEvent<never>;
+    },
+    fireMany: (messages, fireOptions = {}) =>
+      fireEvents(
+        runtime,
+        messages as readonly FireMessage[],
+        fireOptions.transaction,
+        'fireMany()',
+      ),
+    runRelay: (relayOptions) => runRelay(runtime, relayOptions),
+    deliverPending: (pendingOptions) => deliverPending(runtime, pendingOptions),
+    countDeliveries: () => store.countDeliveries(),
+    on: (name, listener) => events.on(name, listener),
+    close: async () => {
+      const closing: Promise<unknown>[] = [];
+      if (wakeup) closing.push(wakeup.close());
+      const deliveries = new Set(config.receivers.map((r) => r.delivery).filter((d) => d?.close));
+      for (const d of deliveries) closing.push(d!.close!());
+      const results = await Promise.allSettled(closing);
+      for (const r of results)
+        if (r.status === 'rejected') logger.warn('a resource failed to close', { error: r.reason });
+    },
+  };
+  attachRuntime(outbox, runtime);
+  return outbox;
+}

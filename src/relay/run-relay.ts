@@ -1,0 +1,231 @@
+import type { DeliveryStatus } from '../declare/types.js';
+import { ConfigurationError } from '../errors/outbox-error.js';
+import type { Runtime } from '../runtime.js';
+import { newClaimToken } from './claim-token.js';
+import { deliverBatch } from './deliver-batch.js';
+import { isTransientDatabaseError } from './transient.js';
+
+/** Options of `outbox.runRelay()`. */
+export interface RunRelayOptions {
+  /**
+   * Names this relay on the rows it claims.
+   * @defaultValue `host:pid:random:relay-N`
+   */
+  readonly workerId?: string;
+  /** Stop after this many claims (a test, or `--once`); forever when omitted. */
+  readonly passes?: number;
+  /**
+   * Ask the relay to stop: it finishes the deliveries in hand, hands the rest of its batch
+   * back at once, and resolves. The CLI wires it to SIGTERM and SIGINT.
+   */
+  readonly signal?: AbortSignal;
+  /**
+   * How many rows one claim takes.
+   * @defaultValue `settings.batchSize`
+   */
+  readonly batchSize?: number;
+  /**
+   * How many deliveries run at once within the relay (PostgreSQL). On SQLite, which has one
+   * writer, handlers run one at a time whatever this says.
+   * @defaultValue 10
+   */
+  readonly concurrency?: number;
+  /**
+   * SQLite cannot skip locked rows, so two relays there would hand the same rows to two
+   * receivers; a second relay is refused while one holds the database's relay lock. This
+   * lifts that, for a deployment that knows it runs exactly one relay.
+   * @defaultValue false
+   */
+  readonly allowUnsafeConcurrency?: boolean;
+  /**
+   * How long an idle relay waits for a wakeup before it polls again, in milliseconds.
+   * @defaultValue `settings.pollIntervalMs`
+   */
+  readonly pollIntervalMs?: number;
+  /** The clock claims are read against (tests move it). @defaultValue the outbox's clock */
+  readonly now?: () => Date;
+  /**
+   * How the relay waits (idle, or backing off after a database error); resolves early when
+   * `signal` aborts. Tests inject one that returns at once.
+   */
+  readonly sleep?: (ms: number, signal: AbortSignal) => Promise<void>;
+}
+
+/** What a relay did, by delivery status, when it returns. */
+export type RelayReport = Record<DeliveryStatus, number> & { passes: number; handedBack: number };
+
+/** The longest wait after consecutive failed claims, doubling from the poll interval. */
+const MAX_ERROR_BACKOFF_MS = 15_000;
+let relayCounter = 0;
+
+/** A sleep that ends early when the signal aborts. */
+export function abortableSleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    if (signal.aborted) return resolve();
+    const timer = setTimeout(done, ms);
+    function done() {
+      clearTimeout(timer);
+      signal.removeEventListener('abort', done);
+      resolve();
+    }
+    signal.addEventListener('abort', done, { once: true });
+  });
+}
+
+/**
+ * The relay's loop: claim a batch, deliver it, record it; when nothing is owed, wait for a
+ * wakeup or the poll interval. One explicit loop, always releasing what it holds.
+ *
+ * The relay survives its database: a failed claim is logged and retried after a backoff
+ * that doubles from the poll interval up to 15 s, and Sequelize's pool replaces the
+ * connections a restart broke.
+ */
+export async function runRelay(rt: Runtime, options: RunRelayOptions = {}): Promise<RelayReport> {
+  const settings = rt.config.settings;
+  const batchSize = options.batchSize ?? settings.batchSize;
+  if (!Number.isInteger(batchSize) || batchSize < 1 || batchSize > 10_000) {
+    throw new ConfigurationError(
+      `runRelay({ batchSize }) must be an integer from 1 to 10000 (got ${batchSize})`,
+      { path: 'batchSize' },
+    );
+  }
+  const concurrency = options.concurrency ?? 10;
+  if (!Number.isInteger(concurrency) || concurrency < 1) {
+    throw new ConfigurationError(
+      `runRelay({ concurrency }) must be an integer ≥ 1 (got ${concurrency})`,
+      { path: 'concurrency' },
+    );
+  }
+  if (options.passes !== undefined && (!Number.isInteger(options.passes) || options.passes < 1)) {
+    throw new ConfigurationError(
+      `runRelay({ passes }) must be an integer ≥ 1 (got ${options.passes})`,
+      { path: 'passes' },
+    );
+  }
+  const workerId = options.workerId ?? `${rt.processId}:relay-${++relayCounter}`;
+  const pollMs = options.pollIntervalMs ?? settings.pollIntervalMs;
+  const now = options.now ?? rt.clock;
+  const sleep = options.sleep ?? abortableSleep;
+  const leaseSeconds = Math.max(
+    settings.leaseSeconds,
+    ...rt.config.receivers.map((r) => r.leaseSeconds ?? 0),
+  );
+  const leaseMs = leaseSeconds * 1000;
+
+  // A stop signal of our own, so wakeups can cut an idle wait short without stopping.
+  const stop = new AbortController();
+  const onStop = () => stop.abort();
+  options.signal?.addEventListener('abort', onStop, { once: true });
+  if (options.signal?.aborted) stop.abort();
+
+  const single = !rt.store.supportsSkipLocked && !options.allowUnsafeConcurrency;
+  if (
+    single &&
+    !(await rt.store.acquireRelayLock(
+      workerId,
+      rt.clock(),
+      new Date(rt.clock().getTime() + leaseMs),
+    ))
+  ) {
+    options.signal?.removeEventListener('abort', onStop);
+    throw new ConfigurationError(
+      `another relay is running on this ${rt.store.dialect} database, which cannot split work between relays (no SKIP LOCKED); run one relay, or pass allowUnsafeConcurrency: true if you know the other one is gone`,
+      { path: 'allowUnsafeConcurrency' },
+    );
+  }
+
+  let wake: AbortController = new AbortController();
+  let woken = false;
+  const unsubscribe = rt.wakeup
+    ? await rt.wakeup.listen(() => {
+        woken = true;
+        wake.abort();
+      })
+    : undefined;
+
+  const report: RelayReport = {
+    pending: 0,
+    claimed: 0,
+    succeeded: 0,
+    failed: 0,
+    dead: 0,
+    orphaned: 0,
+    cancelled: 0,
+    passes: 0,
+    handedBack: 0,
+  };
+  let errorBackoffMs = pollMs;
+  try {
+    while (
+      !stop.signal.aborted &&
+      (options.passes === undefined || report.passes < options.passes)
+    ) {
+      report.passes += 1;
+      woken = false;
+      if (single && !(await renewSingleRelayLock())) break;
+      const token = newClaimToken(workerId, rt.clock);
+      const at = now();
+      let rows: Awaited<ReturnType<typeof rt.store.claim>>;
+      try {
+        rows = await rt.store.claim({
+          token,
+          now: at,
+          leaseUntil: new Date(at.getTime() + leaseMs),
+          limit: batchSize,
+        });
+        errorBackoffMs = pollMs;
+      } catch (error) {
+        const transient = isTransientDatabaseError(error);
+        rt.logger[transient ? 'warn' : 'error'](`claim failed; retrying in ${errorBackoffMs} ms`, {
+          error: (error as Error).message,
+        });
+        rt.events.emit('relay:error', { error, during: 'claim' });
+        await sleep(errorBackoffMs, stop.signal);
+        errorBackoffMs = Math.min(errorBackoffMs * 2, MAX_ERROR_BACKOFF_MS);
+        continue;
+      }
+      if (rows.length === 0) {
+        if (options.passes !== undefined && report.passes >= options.passes) break;
+        if (!woken) {
+          wake = new AbortController();
+          const both = AbortSignal.any([wake.signal, stop.signal]);
+          await sleep(pollMs, both);
+        }
+        continue;
+      }
+      const batch = await deliverBatch(rt, rows, token, {
+        concurrency,
+        signal: stop.signal,
+        leaseSeconds,
+      });
+      for (const [status, n] of Object.entries(batch.counts))
+        report[status as DeliveryStatus] += n ?? 0;
+      report.handedBack += batch.handedBack;
+    }
+  } finally {
+    options.signal?.removeEventListener('abort', onStop);
+    await unsubscribe?.().catch((error) =>
+      rt.logger.warn('could not stop listening for wakeups', { error }),
+    );
+    if (single) await rt.store.releaseRelayLock(workerId).catch(() => {});
+  }
+  return report;
+
+  async function renewSingleRelayLock(): Promise<boolean> {
+    try {
+      if (
+        await rt.store.acquireRelayLock(
+          workerId,
+          rt.clock(),
+          new Date(rt.clock().getTime() + leaseMs),
+        )
+      )
+        return true;
+      rt.logger.error(`relay ${workerId} lost the single-relay lock to another relay; stopping`);
+      return false;
+    } catch (error) {
+      rt.events.emit('relay:error', { error, during: 'claim' });
+      return true; // a database error: the claim below will fail and back off
+    }
+  }
+}

@@ -1,0 +1,44 @@
+/**
+ * Which database errors are worth retrying, as data (graphile-worker's
+ * `RETRYABLE_ERROR_CODES`): serialization failures, deadlocks, a server starting up or
+ * shutting down, and a connection that went away. The relay retries any database error
+ * with backoff anyway (it must survive a restart); this table decides what is logged as
+ * a passing fault rather than an error.
+ */
+export const TRANSIENT_ERROR_CODES: ReadonlySet<string> = new Set([
+  '40001', // serialization_failure
+  '40P01', // deadlock_detected
+  '57P01', // admin_shutdown
+  '57P02', // crash_shutdown
+  '57P03', // cannot_connect_now
+  '08000', // connection_exception
+  '08003', // connection_does_not_exist
+  '08006', // connection_failure
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'EPIPE',
+  'ETIMEDOUT',
+  'SQLITE_BUSY',
+  'SQLITE_LOCKED',
+]);
+
+/** Whether an error (or its cause chain) carries a transient code from the table. */
+export function isTransientDatabaseError(error: unknown): boolean {
+  for (let e: unknown = error, depth = 0; e && depth < 5; depth++) {
+    const record = e as {
+      code?: unknown;
+      parent?: unknown;
+      original?: unknown;
+      cause?: unknown;
+      name?: unknown;
+    };
+    if (typeof record.code === 'string' && TRANSIENT_ERROR_CODES.has(record.code)) return true;
+    if (
+      record.name === 'SequelizeConnectionError' ||
+      record.name === 'SequelizeConnectionRefusedError'
+    )
+      return true;
+    e = record.parent ?? record.original ?? record.cause;
+  }
+  return false;
+}

@@ -1,0 +1,169 @@
+import type { Transaction } from 'sequelize';
+import type { DeliveryStatus } from '../declare/types.js';
+
+/** One event row to write. Payload and headers are already encoded JSON text. */
+export interface EventRowInput {
+  readonly uuid: string;
+  readonly name: string;
+  readonly version: number;
+  readonly payload: string;
+  readonly headers: string;
+  readonly orderingKey: string | null;
+  readonly idempotencyKey: string | null;
+  readonly occurredAt: Date;
+  readonly recordedAt: Date;
+  readonly retentionSeconds: number | null;
+  readonly deleteWhen: string | null;
+  /** The delivery rows this event owes, written only if the event row is new. */
+  readonly deliveries: readonly DeliveryRowInput[];
+}
+
+/** One delivery row to write for an event. */
+export interface DeliveryRowInput {
+  readonly receiverKey: string;
+  readonly target: string;
+  readonly maxAttempts: number;
+  readonly availableAt: Date;
+}
+
+/** What writing one event produced. */
+export interface WrittenEvent {
+  /** The event's sequence id. */
+  readonly sequence: string;
+  readonly uuid: string;
+  /** False when an event with the same idempotency key already existed (nothing written). */
+  readonly inserted: boolean;
+}
+
+/** A stored event row, undecoded. */
+export interface StoredEvent {
+  readonly sequence: string;
+  readonly uuid: string;
+  readonly name: string;
+  readonly version: number;
+  readonly payload: unknown;
+  readonly headers: unknown;
+  readonly orderingKey: string | null;
+  readonly idempotencyKey: string | null;
+  readonly occurredAt: Date;
+  readonly recordedAt: Date;
+}
+
+/** Identifies one claim: who took the rows, and when (on the real clock). */
+export interface ClaimToken {
+  readonly workerId: string;
+  readonly claimedAt: Date;
+}
+
+/** A claimed delivery, with its event. */
+export interface ClaimedDelivery {
+  readonly id: string;
+  readonly receiverKey: string;
+  readonly target: string;
+  /** Attempts already spent before this one. */
+  readonly attempts: number;
+  readonly maxAttempts: number;
+  readonly dueAt: Date | null;
+  readonly event: StoredEvent;
+}
+
+/** What to claim. */
+export interface ClaimOptions {
+  readonly token: ClaimToken;
+  /** The moment the claim is read against: what is due, which lease has lapsed. */
+  readonly now: Date;
+  readonly leaseUntil: Date;
+  readonly limit: number;
+  /** Claim rows still waiting out a retry backoff (the test harness). */
+  readonly ignoreBackoff?: boolean;
+  /** Leave these delivery ids out. */
+  readonly excludeIds?: readonly string[];
+}
+
+/** The recorded outcome of one attempt. */
+export interface Outcome {
+  readonly id: string;
+  readonly status: Extract<
+    DeliveryStatus,
+    'succeeded' | 'failed' | 'dead' | 'orphaned' | 'pending'
+  >;
+  /** Attempts spent after this one. */
+  readonly attempts: number;
+  /** When the row may be claimed again (failed / pending rows). */
+  readonly availableAt: Date | null;
+  /** Set with `pending` for a NotYet: the row's new due time. */
+  readonly dueAt?: Date | null;
+  readonly lastError: string | null;
+  readonly completedAt: Date | null;
+}
+
+/** A row of the log, for `assertFired` and reports. */
+export interface DeliveryCounts {
+  readonly [status: string]: number;
+}
+
+/**
+ * Everything the outbox asks of a database. One implementation per dialect, each keeping
+ * its SQL in one place; the conformance suite (`test/storage.test.ts`) holds every
+ * implementation to the same behaviour.
+ *
+ * INVARIANT: every write that settles a claimed row is a compare-and-set on the claim
+ * token, so a worker whose lease lapsed never overwrites the verdict of whoever took the
+ * row after it.
+ */
+export interface OutboxStore {
+  readonly dialect: 'postgres' | 'sqlite';
+  /** Whether two relays can split the queue (row locks with SKIP LOCKED). */
+  readonly supportsSkipLocked: boolean;
+  /** Create or upgrade the tables; idempotent and safe when run by two processes at once. */
+  migrate(): Promise<void>;
+  /**
+   * Write events and their delivery rows in the caller's transaction. Events with an
+   * idempotency key that already exists write nothing and return the stored event.
+   * Returns one entry per input, in input order.
+   */
+  insertEvents(events: readonly EventRowInput[], transaction: Transaction): Promise<WrittenEvent[]>;
+  /** Read events (by sequence order), optionally of one name. */
+  readEvents(filter: { name?: string; sequences?: readonly string[] }): Promise<StoredEvent[]>;
+  /** Claim up to `limit` owed deliveries; see {@link ClaimOptions}. */
+  claim(options: ClaimOptions): Promise<ClaimedDelivery[]>;
+  /** Extend the lease of rows still held under `token`. Returns how many were. */
+  renewLeases(ids: readonly string[], token: ClaimToken, leaseUntil: Date): Promise<number>;
+  /** Hand rows back: their lease lapses at `now`, so any worker may claim them at once. */
+  release(ids: readonly string[], token: ClaimToken, now: Date): Promise<number>;
+  /** Record many outcomes in one statement; only rows still held under `token` change. */
+  recordOutcomes(outcomes: readonly Outcome[], token: ClaimToken): Promise<number>;
+  /** Mark one row succeeded inside `transaction` (a handler's); false if the claim was lost. */
+  acknowledge(
+    id: string,
+    token: ClaimToken,
+    completedAt: Date,
+    transaction: Transaction,
+  ): Promise<boolean>;
+  /** Count deliveries by status. */
+  countDeliveries(): Promise<Record<DeliveryStatus, number>>;
+  /** Read delivery rows of an event (tests and operations). */
+  readDeliveries(filter: { eventSequence?: string }): Promise<DeliveryRow[]>;
+  /** Take or renew the single-relay lock (SQLite); false if another live relay holds it. */
+  acquireRelayLock(holder: string, now: Date, until: Date): Promise<boolean>;
+  /** Give the single-relay lock up. */
+  releaseRelayLock(holder: string): Promise<void>;
+}
+
+/** A delivery row as stored. */
+export interface DeliveryRow {
+  readonly id: string;
+  readonly eventSequence: string;
+  readonly receiverKey: string;
+  readonly target: string;
+  readonly status: DeliveryStatus;
+  readonly attempts: number;
+  readonly maxAttempts: number;
+  readonly availableAt: Date;
+  readonly dueAt: Date | null;
+  readonly claimedBy: string | null;
+  readonly leaseUntil: Date | null;
+  readonly lastError: string | null;
+  readonly completedAt: Date | null;
+  readonly succeededAt: Date | null;
+}

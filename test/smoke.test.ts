@@ -1,0 +1,50 @@
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { z } from 'zod';
+import { createOutbox, defineOutbox, event, receiver } from '../src/index.js';
+import type { TestDatabase } from '../testing/databases.js';
+import { assertFired, drainOutbox } from '../testing/index.js';
+import { describeEachDialect } from './support/dialects.js';
+
+describeEachDialect('smoke', (dialect) => {
+  let db: TestDatabase;
+  const seen: string[] = [];
+  const OrderPlaced = event({ schema: z.object({ orderId: z.string(), at: z.coerce.date() }) });
+  const config = defineOutbox({
+    events: { 'shop.OrderPlaced': OrderPlaced },
+    receivers: {
+      'mail.confirm': receiver(OrderPlaced, { handle: (e) => void seen.push(e.payload.orderId) }),
+      'bus.forward': receiver('shop.OrderPlaced', { deliver: async () => {} }),
+    },
+  });
+  beforeAll(async () => {
+    db = await dialect.open();
+  });
+  afterAll(() => db.cleanup());
+
+  it('fires, drains and asserts', async () => {
+    const outbox = createOutbox(config, db.outboxOptions);
+    await outbox.migrate();
+    await outbox.migrate();
+    const fired = await outbox.fire('shop.OrderPlaced', { orderId: 'o1', at: new Date() });
+    expect(fired.duplicate).toBe(false);
+    const again = await outbox.fire(
+      'shop.OrderPlaced',
+      { orderId: 'o2', at: new Date() },
+      { idempotencyKey: 'k1' },
+    );
+    const dup = await outbox.fire(
+      'shop.OrderPlaced',
+      { orderId: 'o3', at: new Date() },
+      { idempotencyKey: 'k1' },
+    );
+    expect(dup.duplicate).toBe(true);
+    expect(dup.id).toBe(again.id);
+    expect((dup.payload as { orderId: string }).orderId).toBe('o2');
+    const counts = await drainOutbox(outbox);
+    expect(counts.succeeded).toBe(4);
+    expect(seen).toEqual(['o1', 'o2']);
+    const payloads = await assertFired(outbox, 'shop.OrderPlaced', { times: 2 });
+    expect(payloads[0]).toMatchObject({ orderId: 'o1' });
+    await outbox.close();
+  });
+});
