@@ -214,9 +214,12 @@ async function write(
   }
   if (duplicates.length > 0) {
     const stored = new Map(
-      (await rt.store.readEvents({ sequences: duplicates.map((i) => written[i].sequence) })).map(
-        (e) => [e.sequence, e],
-      ),
+      (
+        await rt.store.readEvents(
+          { sequences: duplicates.map((i) => written[i].sequence) },
+          transaction,
+        )
+      ).map((e) => [e.sequence, e]),
     );
     for (const i of duplicates) {
       const e = stored.get(written[i].sequence);

@@ -146,15 +146,16 @@ export class PostgresStore implements OutboxStore {
     });
   }
 
-  async readEvents(filter: {
-    name?: string;
-    sequences?: readonly string[];
-  }): Promise<StoredEvent[]> {
+  async readEvents(
+    filter: { name?: string; sequences?: readonly string[] },
+    transaction?: Transaction,
+  ): Promise<StoredEvent[]> {
     const rows = await this.#select(
       `SELECT ${EVENT_COLUMNS('e')} FROM ${this.t.events} e
        WHERE ($1::text IS NULL OR e.name = $1) AND ($2::bigint[] IS NULL OR e.id = ANY($2::bigint[]))
        ORDER BY e.id`,
       [filter.name ?? null, filter.sequences ?? null],
+      transaction,
     );
     return rows.map((r) => toStoredEvent(r));
   }

@@ -177,15 +177,16 @@ export class SqliteStore implements OutboxStore {
     });
   }
 
-  async readEvents(filter: {
-    name?: string;
-    sequences?: readonly string[];
-  }): Promise<StoredEvent[]> {
+  async readEvents(
+    filter: { name?: string; sequences?: readonly string[] },
+    transaction?: Transaction,
+  ): Promise<StoredEvent[]> {
     const rows = await this.#select(
       `SELECT ${EVENT_COLUMNS('e')} FROM ${this.t.events} e
        WHERE ($1 IS NULL OR e.name = $1) AND ($2 IS NULL OR e.id IN (SELECT value FROM json_each($2)))
        ORDER BY e.id`,
       [filter.name ?? null, filter.sequences ? JSON.stringify(filter.sequences.map(Number)) : null],
+      transaction,
     );
     return rows.map(toStoredEvent);
   }

@@ -123,8 +123,11 @@ export interface OutboxStore {
    * Returns one entry per input, in input order.
    */
   insertEvents(events: readonly EventRowInput[], transaction: Transaction): Promise<WrittenEvent[]>;
-  /** Read events (by sequence order), optionally of one name. */
-  readEvents(filter: { name?: string; sequences?: readonly string[] }): Promise<StoredEvent[]>;
+  /** Read events (by sequence order), optionally of one name; inside `transaction` if given. */
+  readEvents(
+    filter: { name?: string; sequences?: readonly string[] },
+    transaction?: Transaction,
+  ): Promise<StoredEvent[]>;
   /** Claim up to `limit` owed deliveries; see {@link ClaimOptions}. */
   claim(options: ClaimOptions): Promise<ClaimedDelivery[]>;
   /** Extend the lease of rows still held under `token`. Returns how many were. */
