@@ -29,7 +29,7 @@ export class PostgresStore implements OutboxStore {
     /** The LISTEN/NOTIFY channel to signal in the write's own transaction, if any. */
     private readonly notifyChannel: string | undefined,
   ) {
-    this.#sql = statements(t, notifyChannel);
+    this.#sql = postgresStatements(t, notifyChannel);
   }
 
   async #select<T = Row>(
@@ -249,13 +249,14 @@ export class PostgresStore implements OutboxStore {
   async releaseRelayLock(): Promise<void> {}
 }
 
-interface Statements {
+export interface Statements {
   readonly insertEvents: string;
   readonly claim: string;
   readonly record: string;
 }
 
-function statements(t: TableNames, notifyChannel: string | undefined): Statements {
+/** The PostgreSQL statements for these tables (exported for the plan test). */
+export function postgresStatements(t: TableNames, notifyChannel: string | undefined): Statements {
   return {
     /**
      * Write events and their delivery rows in one statement. An event whose idempotency key

@@ -1,5 +1,5 @@
 import { DataTypes, Sequelize } from 'sequelize';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
 import { z } from 'zod';
 import {
   createOutbox,
@@ -456,6 +456,52 @@ describe('fire() with Sequelize CLS [sqlite]', () => {
       expect(await runtimeOf(outbox).store.readEvents({})).toHaveLength(1);
     } finally {
       (Sequelize as unknown as { _cls: unknown })._cls = undefined;
+      await db.cleanup();
+    }
+  });
+});
+
+describe.skipIf(!inject('pgAvailable'))('idempotencyKey under concurrency [postgres]', () => {
+  it('a concurrent transaction firing the same key waits for the first and then gets its event', async () => {
+    const { postgresTestSchema } = await import('../../testing/databases.js');
+    const db = await postgresTestSchema();
+    try {
+      const config = defineOutbox({
+        events: { 'a.B': event({ schema: z.object({ n: z.number() }) }) },
+      });
+      const first = createOutbox(config, {
+        ...db.outboxOptions,
+        wakeup: null,
+        logger: silentLogger,
+      });
+      await first.migrate();
+      const second = createOutbox(config, {
+        ...db.outboxOptions,
+        sequelize: db.connectAgain(),
+        wakeup: null,
+        logger: silentLogger,
+      });
+      let releaseFirst!: () => void;
+      const firstMayCommit = new Promise<void>((resolve) => {
+        releaseFirst = resolve;
+      });
+      const a = db.sequelize.transaction(async (transaction) => {
+        const fired = await first.fire('a.B', { n: 1 }, { transaction, idempotencyKey: 'race' });
+        await firstMayCommit;
+        return fired;
+      });
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      const b = second.fire('a.B', { n: 2 }, { idempotencyKey: 'race' });
+      let bDone = false;
+      void b.then(() => {
+        bDone = true;
+      });
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      expect(bDone).toBe(false); // waiting on the first transaction's key
+      releaseFirst();
+      const [fa, fb] = await Promise.all([a, b]);
+      expect(fb).toMatchObject({ duplicate: true, id: fa.id, payload: { n: 1 } });
+    } finally {
       await db.cleanup();
     }
   });

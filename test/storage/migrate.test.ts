@@ -1,0 +1,78 @@
+import { QueryTypes } from 'sequelize';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { z } from 'zod';
+import { createOutbox, defineOutbox, event, receiver, silentLogger } from '../../src/index.js';
+import type { TestDatabase } from '../../testing/databases.js';
+import { describeEachDialect } from '../support/dialects.js';
+
+const config = defineOutbox({
+  events: { 'a.Happened': event({ schema: z.object({ n: z.number() }) }) },
+  receivers: { 'r.one': receiver('a.Happened', { handle: () => {} }) },
+});
+
+describeEachDialect('migrate()', (dialect) => {
+  let db: TestDatabase;
+  beforeAll(async () => {
+    db = await dialect.open();
+  });
+  afterAll(() => db.cleanup());
+
+  it('is idempotent and safe when two processes migrate at once', async () => {
+    const a = createOutbox(config, { ...db.outboxOptions, wakeup: null, logger: silentLogger });
+    const other = db.connectAgain();
+    const b = createOutbox(config, {
+      ...db.outboxOptions,
+      sequelize: other,
+      wakeup: null,
+      logger: silentLogger,
+    });
+    await Promise.all([a.migrate(), b.migrate(), a.migrate()]);
+    await a.migrate();
+    const versions = await db.sequelize.query(
+      `SELECT version FROM ${db.outboxOptions.schema ? `"${db.outboxOptions.schema}".` : ''}"outbox_migrations"`,
+      { type: QueryTypes.SELECT },
+    );
+    expect(versions).toEqual([{ version: 1 }]);
+    // And the tables work from both connections.
+    await a.fire('a.Happened', { n: 1 });
+    await b.fire('a.Happened', { n: 2 });
+    expect((await a.countDeliveries()).pending).toBe(2);
+  });
+
+  it('creates the indexes that serve the claim (partial where the database has them)', async () => {
+    const rows =
+      dialect.name === 'postgres'
+        ? await db.sequelize.query<{ indexdef: string }>(
+            `SELECT indexdef FROM pg_indexes WHERE schemaname = $1 AND tablename = 'outbox_deliveries'`,
+            { bind: [db.outboxOptions.schema], type: QueryTypes.SELECT },
+          )
+        : await db.sequelize.query<{ indexdef: string }>(
+            `SELECT sql AS indexdef FROM sqlite_master WHERE type = 'index' AND tbl_name = 'outbox_deliveries' AND sql IS NOT NULL`,
+            { type: QueryTypes.SELECT },
+          );
+    const owed = rows.find((r) => r.indexdef.includes('outbox_deliveries_owed'));
+    expect(owed?.indexdef).toMatch(/WHERE .*status.*'pending'.*'failed'.*'claimed'/);
+    const key = rows.find((r) => r.indexdef.includes('outbox_deliveries_key'));
+    expect(key?.indexdef).toMatch(/ordering_key IS NOT NULL/);
+  });
+
+  it('a table prefix keeps two outboxes apart in one database', async () => {
+    const a = createOutbox(config, {
+      ...db.outboxOptions,
+      tablePrefix: 'first_',
+      wakeup: null,
+      logger: silentLogger,
+    });
+    const b = createOutbox(config, {
+      ...db.outboxOptions,
+      tablePrefix: 'second_',
+      wakeup: null,
+      logger: silentLogger,
+    });
+    await a.migrate();
+    await b.migrate();
+    await a.fire('a.Happened', { n: 1 });
+    expect((await a.countDeliveries()).pending).toBe(1);
+    expect((await b.countDeliveries()).pending).toBe(0);
+  });
+});
