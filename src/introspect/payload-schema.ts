@@ -1,0 +1,159 @@
+import { z } from 'zod';
+import { ConfigurationError } from '../errors/outbox-error.js';
+import type { CatalogueField } from './catalogue-types.js';
+
+/** A JSON Schema node, as `z.toJSONSchema` writes it. */
+type JsonSchema = Readonly<Record<string, unknown>>;
+
+/**
+ * The JSON Schema of an event's payload, as stored: the *input* side of the zod schema
+ * (a field with a default is not required, since an old row without it still decodes),
+ * with dates as ISO text and bigints as decimal text, which is how the codec writes them.
+ *
+ * Object properties and `required` lists are sorted, so reordering the fields of a
+ * `z.object` is not a change to the catalogue.
+ *
+ * @throws {ConfigurationError} naming the event when zod cannot describe the schema.
+ */
+export function payloadJsonSchema(eventName: string, schema: z.ZodType): JsonSchema {
+  let json: JsonSchema;
+  try {
+    json = z.toJSONSchema(schema, {
+      io: 'input',
+      unrepresentable: 'any',
+      override: (ctx) => {
+        const type = (ctx.zodSchema as unknown as { _zod: { def: { type: string } } })._zod.def
+          .type;
+        if (type === 'date') Object.assign(ctx.jsonSchema, { type: 'string', format: 'date-time' });
+        if (type === 'bigint')
+          Object.assign(ctx.jsonSchema, { type: 'string', pattern: '^-?\\d+$' });
+      },
+    }) as JsonSchema;
+  } catch (error) {
+    throw new ConfigurationError(
+      `events["${eventName}"].schema cannot be described as JSON Schema for the catalogue: ${(error as Error).message}`,
+      { path: `events["${eventName}"].schema`, cause: error },
+    );
+  }
+  return canonical(json) as JsonSchema;
+}
+
+/** Sort what is an unordered set in JSON Schema (properties, required), recursively. */
+function canonical(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(canonical);
+  if (typeof value !== 'object' || value === null) return value;
+  const out: Record<string, unknown> = {};
+  for (const [key, child] of Object.entries(value)) {
+    if (key === 'properties' && isRecord(child)) {
+      out[key] = Object.fromEntries(
+        Object.keys(child)
+          .sort(compareText)
+          .map((name) => [name, canonical(child[name])]),
+      );
+    } else if (key === 'required' && Array.isArray(child)) {
+      out[key] = [...child].sort(compareText);
+    } else {
+      out[key] = canonical(child);
+    }
+  }
+  return out;
+}
+
+/**
+ * The payload's fields, flattened depth first (`items`, then `items[].quantity`,
+ * `items[].sku`), siblings sorted by name. A payload that is not an object has no fields.
+ */
+export function payloadFields(schema: JsonSchema): CatalogueField[] {
+  const fields: CatalogueField[] = [];
+  walkObject(schema, '', schema, fields);
+  return fields;
+}
+
+function walkObject(node: JsonSchema, prefix: string, root: JsonSchema, out: CatalogueField[]) {
+  const properties = node.properties;
+  if (!isRecord(properties)) return;
+  const required = new Set(Array.isArray(node.required) ? (node.required as string[]) : []);
+  for (const key of Object.keys(properties).sort(compareText)) {
+    const child = properties[key] as JsonSchema;
+    const name = prefix ? `${prefix}.${key}` : key;
+    out.push({
+      name,
+      type: spellType(child, root),
+      required: required.has(key),
+      description: typeof child.description === 'string' ? child.description : null,
+    });
+    descend(child, name, root, out);
+  }
+}
+
+/** Continue into an object field, an array's elements or a record's values. */
+function descend(node: JsonSchema, path: string, root: JsonSchema, out: CatalogueField[]) {
+  if (isRecord(node.properties)) return walkObject(node, path, root, out);
+  if (isRecord(node.items)) return descend(node.items, `${path}[]`, root, out);
+  if (isRecord(node.additionalProperties) && !isRecord(node.properties)) {
+    return descend(node.additionalProperties, `${path}{}`, root, out);
+  }
+  const options = (node.anyOf ?? node.oneOf) as JsonSchema[] | undefined;
+  if (Array.isArray(options)) {
+    // A nullable object (`object | null`) still has fields worth naming.
+    const objects = options.filter((o) => o.type !== 'null');
+    if (objects.length === 1) descend(objects[0], path, root, out);
+  }
+}
+
+/**
+ * Spell a JSON Schema node's type compactly: `string`, `string (email)`, `integer`,
+ * `array<object>`, `record<string, number>`, `"a" | "b"`, `string | null`, `unknown`.
+ */
+export function spellType(node: JsonSchema, root: JsonSchema = node): string {
+  if (typeof node.$ref === 'string') {
+    const ref = node.$ref;
+    return ref === '#' ? 'ref<#>' : `ref<${ref.replace(/^#\/\$defs\//, '')}>`;
+  }
+  if ('const' in node) return JSON.stringify(node.const);
+  if (Array.isArray(node.enum)) return node.enum.map((v) => JSON.stringify(v)).join(' | ');
+  const options = (node.anyOf ?? node.oneOf) as JsonSchema[] | undefined;
+  if (Array.isArray(options)) return unique(options.map((o) => spellType(o, root))).join(' | ');
+  if (Array.isArray(node.allOf)) {
+    return unique((node.allOf as JsonSchema[]).map((o) => spellType(o, root))).join(' & ');
+  }
+  if (Array.isArray(node.type)) {
+    return unique((node.type as string[]).map((t) => spellType({ ...node, type: t }, root))).join(
+      ' | ',
+    );
+  }
+  switch (node.type) {
+    case 'string':
+      return typeof node.format === 'string' ? `string (${node.format})` : 'string';
+    case 'integer':
+    case 'number':
+    case 'boolean':
+    case 'null':
+      return node.type;
+    case 'array':
+      if (Array.isArray(node.prefixItems)) {
+        return `[${(node.prefixItems as JsonSchema[]).map((o) => spellType(o, root)).join(', ')}]`;
+      }
+      return isRecord(node.items) ? `array<${spellType(node.items, root)}>` : 'array<unknown>';
+    case 'object':
+      if (!isRecord(node.properties) && isRecord(node.additionalProperties)) {
+        return `record<string, ${spellType(node.additionalProperties, root)}>`;
+      }
+      return 'object';
+    default:
+      return 'unknown';
+  }
+}
+
+function unique(values: string[]): string[] {
+  return [...new Set(values)];
+}
+
+function isRecord(value: unknown): value is Record<string, JsonSchema> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/** Code-unit order: the same on every machine and locale, unlike `localeCompare`. */
+export function compareText(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
+}
