@@ -49,8 +49,17 @@ export function encodeJson(value: unknown, root = 'payload'): string {
     });
   }
   if (bad || text === undefined) throw explain(value, root);
+  if (text.includes('\\u0000') && NUL_ESCAPE.test(text)) {
+    throw new ValidationError(
+      `${root} contains a NUL character (\\u0000), which PostgreSQL's jsonb cannot store; strip it before firing`,
+      { path: root },
+    );
+  }
   return text;
 }
+
+/** A JSON `\u0000` escape (preceded by an even number of backslashes, so not `\\u0000` text). */
+const NUL_ESCAPE = /(?:^|[^\\])(?:\\\\)*\\u0000/;
 
 /** Walk the value again (the slow path, only after a failure) to name what was refused. */
 function explain(value: unknown, root: string): ValidationError {

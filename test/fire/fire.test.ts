@@ -262,6 +262,13 @@ describeEachDialect('fire()', (dialect) => {
       expect(error.message).toContain('payload.value is a Map');
     });
 
+    it('a NUL character, which PostgreSQL jsonb cannot store', async () => {
+      const error = await refusedInTransaction((transaction) =>
+        outbox.fire('misc.Wide', { value: 'a\u0000b' }, { transaction }),
+      );
+      expect(error.message).toContain('contains a NUL character');
+    });
+
     it('an idempotency key longer than the column', async () => {
       const error = await refusedInTransaction((transaction) =>
         outbox.fire(
@@ -397,6 +404,15 @@ describeEachDialect('fire()', (dialect) => {
       ).rejects.toThrow(/fireMany\(\)\[1\]/);
       expect(await eventCount()).toBe(before);
     });
+  });
+
+  it('round-trips unicode, quotes and backslashes in payloads', async () => {
+    const tricky = 'ünï 😀 "quoted" \\ back\\slash {braces} ,comma \\u0000-as-text';
+    const fired = await outbox.fire('misc.Wide', { value: { tricky } });
+    const [stored] = await store().readEvents({ sequences: [fired.sequence] });
+    const payload =
+      typeof stored.payload === 'string' ? JSON.parse(stored.payload) : stored.payload;
+    expect(payload).toEqual({ value: { tricky } });
   });
 
   it('stores headers and occurredAt, and encodes dates, bigints and bytes as the JSON table says', async () => {
