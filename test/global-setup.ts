@@ -21,9 +21,11 @@ export default async function setup(project: TestProject) {
         `${banner}, and OUTBOX_REQUIRE_SERVERS=1 forbids skipping. Start PostgreSQL (see .ci/run).`,
       );
     }
-    console.warn(
-      `\n${'!'.repeat(80)}\n!! ${banner}\n!! (set OUTBOX_TEST_PG_URL, or start PostgreSQL, to run them)\n${'!'.repeat(80)}\n`,
-    );
+    const loud = `\n${'!'.repeat(80)}\n!! ${banner}\n!! (the suites marked [postgres]; set OUTBOX_TEST_PG_URL or start PostgreSQL to run them)\n${'!'.repeat(80)}\n`;
+    console.warn(loud);
+    project.provide('pgAvailable', false);
+    return () => console.warn(loud); // and again after the results, where it is read
   }
-  project.provide('pgAvailable', available);
+  project.provide('pgAvailable', true);
+  return undefined;
 }
