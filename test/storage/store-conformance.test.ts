@@ -1,0 +1,284 @@
+import { afterAll, beforeAll, beforeEach, expect, it } from 'vitest';
+import { z } from 'zod';
+import { createOutbox, defineOutbox, event, receiver, silentLogger } from '../../src/index.js';
+import { runtimeOf } from '../../src/runtime.js';
+import type { ClaimToken, OutboxStore } from '../../src/storage/store.js';
+import type { TestDatabase } from '../../testing/databases.js';
+import { describeEachDialect } from '../support/dialects.js';
+
+/**
+ * The OutboxStore conformance suite: the same expectations, word for word, for every
+ * dialect, so SQLite and PostgreSQL cannot drift apart.
+ */
+const config = defineOutbox({
+  events: { 'a.Happened': event({ schema: z.object({ n: z.number() }) }) },
+  receivers: {
+    'r.one': receiver('a.Happened', { handle: () => {} }),
+    'r.two': receiver('a.Happened', { handle: () => {} }),
+  },
+});
+
+const T0 = new Date('2030-01-01T00:00:00.000Z');
+const at = (seconds: number) => new Date(T0.getTime() + seconds * 1000);
+let claimSeq = 0;
+const token = (workerId: string): ClaimToken => ({
+  workerId,
+  claimedAt: new Date(T0.getTime() + ++claimSeq),
+});
+
+describeEachDialect('OutboxStore conformance', (dialect) => {
+  let db: TestDatabase;
+  let store: OutboxStore;
+  let outbox: ReturnType<typeof createOutbox<typeof config>>;
+  let tablePrefix = 0;
+
+  beforeAll(async () => {
+    db = await dialect.open();
+  });
+  beforeEach(async () => {
+    // A fresh set of tables per test: a new prefix in the same database.
+    outbox = createOutbox(config, {
+      ...db.outboxOptions,
+      tablePrefix: `c${++tablePrefix}_`,
+      wakeup: null,
+      logger: silentLogger,
+      clock: () => T0,
+    });
+    await outbox.migrate();
+    store = runtimeOf(outbox).store;
+  });
+  afterAll(() => db.cleanup());
+
+  const claim = (
+    workerId: string,
+    now: Date,
+    limit = 100,
+    extra: { ignoreBackoff?: boolean; excludeIds?: string[] } = {},
+  ) =>
+    store.claim({
+      token: token(workerId),
+      now,
+      leaseUntil: new Date(now.getTime() + 60_000),
+      limit,
+      ...extra,
+    });
+
+  it('claims owed rows oldest event first, up to the limit, with their events', async () => {
+    await outbox.fire('a.Happened', { n: 1 });
+    await outbox.fire('a.Happened', { n: 2 });
+    const rows = await claim('w', at(1), 3);
+    expect(
+      rows.map((r) => [(r.event.payload as string | { n: number }) && r.event.name, r.receiverKey]),
+    ).toEqual([
+      ['a.Happened', 'r.one'],
+      ['a.Happened', 'r.two'],
+      ['a.Happened', 'r.one'],
+    ]);
+    expect(Number(rows[0].event.sequence)).toBeLessThan(Number(rows[2].event.sequence));
+    expect(rows[0].attempts).toBe(0);
+    expect(rows[0].maxAttempts).toBe(5);
+  });
+
+  it('a claimed row is not claimed again while its lease is live, and is once it lapses', async () => {
+    await outbox.fire('a.Happened', { n: 1 });
+    expect(await claim('a', at(1))).toHaveLength(2);
+    expect(await claim('b', at(30))).toHaveLength(0);
+    const retaken = await claim('b', at(61 + 1));
+    expect(retaken.map((r) => r.receiverKey)).toEqual(['r.one', 'r.two']);
+  });
+
+  it('a failed row waits out its available_at unless the backoff is ignored', async () => {
+    await outbox.fire('a.Happened', { n: 1 });
+    const t = token('w');
+    const [row] = await store.claim({ token: t, now: at(1), leaseUntil: at(61), limit: 1 });
+    await store.recordOutcomes(
+      [
+        {
+          id: row.id,
+          status: 'failed',
+          attempts: 1,
+          availableAt: at(100),
+          lastError: 'boom',
+          completedAt: null,
+        },
+      ],
+      t,
+    );
+    expect((await claim('x', at(2))).map((r) => r.id)).not.toContain(row.id);
+    expect((await claim('y', at(3), 100, { ignoreBackoff: true })).map((r) => r.id)).toContain(
+      row.id,
+    );
+  });
+
+  it('an earlier owed or dead row of an ordering key holds back only its own key and receiver', async () => {
+    await outbox.fire('a.Happened', { n: 1 }, { orderingKey: 'k1' });
+    await outbox.fire('a.Happened', { n: 2 }, { orderingKey: 'k1' });
+    await outbox.fire('a.Happened', { n: 3 }, { orderingKey: 'k2' });
+    await outbox.fire('a.Happened', { n: 4 });
+    const first = await claim('w', at(1));
+    // One event per key and receiver: n=2 waits behind n=1.
+    expect(
+      first.map((r) => `${r.receiverKey}:${(decode(r.event.payload) as { n: number }).n}`),
+    ).toEqual(['r.one:1', 'r.two:1', 'r.one:3', 'r.two:3', 'r.one:4', 'r.two:4']);
+    // r.one's n=1 goes dead, r.two's succeeds: r.two moves on to n=2, r.one's k1 stays held.
+    const t = { workerId: 'w', claimedAt: new Date(T0.getTime() + claimSeq) };
+    const one = first.find((r) => r.receiverKey === 'r.one')!;
+    const two = first.find((r) => r.receiverKey === 'r.two')!;
+    await store.recordOutcomes(
+      [
+        {
+          id: one.id,
+          status: 'dead',
+          attempts: 5,
+          availableAt: null,
+          lastError: 'gone',
+          completedAt: at(2),
+        },
+        {
+          id: two.id,
+          status: 'succeeded',
+          attempts: 1,
+          availableAt: null,
+          lastError: null,
+          completedAt: at(2),
+        },
+      ],
+      t,
+    );
+    const next = await claim('w2', at(50)); // the rest of the first batch is still leased
+    expect(
+      next.map((r) => `${r.receiverKey}:${(decode(r.event.payload) as { n: number }).n}`),
+    ).toEqual(['r.two:2']);
+  });
+
+  it('recording is a compare-and-set on the claim: a stale worker changes nothing', async () => {
+    await outbox.fire('a.Happened', { n: 1 });
+    const stale = token('stale');
+    const rows = await store.claim({ token: stale, now: at(1), leaseUntil: at(2), limit: 1 });
+    const fresh = token('fresh');
+    const retaken = await store.claim({ token: fresh, now: at(5), leaseUntil: at(65), limit: 1 });
+    expect(retaken.map((r) => r.id)).toEqual(rows.map((r) => r.id));
+    const changed = await store.recordOutcomes(
+      [
+        {
+          id: rows[0].id,
+          status: 'dead',
+          attempts: 1,
+          availableAt: null,
+          lastError: 'stale verdict',
+          completedAt: at(6),
+        },
+      ],
+      stale,
+    );
+    expect(changed).toBe(0);
+    expect(await store.renewLeases([rows[0].id], stale, at(500))).toBe(0);
+    expect(
+      await store.recordOutcomes(
+        [
+          {
+            id: rows[0].id,
+            status: 'succeeded',
+            attempts: 1,
+            availableAt: null,
+            lastError: null,
+            completedAt: at(7),
+          },
+        ],
+        fresh,
+      ),
+    ).toBe(1);
+    const [row] = (await store.readDeliveries({})).filter((r) => r.id === rows[0].id);
+    expect(row).toMatchObject({ status: 'succeeded', attempts: 1, claimedBy: 'fresh' });
+    expect(row.succeededAt?.toISOString()).toBe(at(7).toISOString());
+  });
+
+  it('acknowledge inside a transaction succeeds once, and never for a lost claim', async () => {
+    await outbox.fire('a.Happened', { n: 1 });
+    const t = token('w');
+    const [row] = await store.claim({ token: t, now: at(1), leaseUntil: at(61), limit: 1 });
+    const ok = await db.sequelize.transaction((tx) => store.acknowledge(row.id, t, at(2), tx));
+    expect(ok).toBe(true);
+    const again = await db.sequelize.transaction((tx) => store.acknowledge(row.id, t, at(3), tx));
+    expect(again).toBe(false);
+  });
+
+  it('release hands rows back for any worker to claim at once', async () => {
+    await outbox.fire('a.Happened', { n: 1 });
+    const t = token('w');
+    const rows = await store.claim({ token: t, now: at(1), leaseUntil: at(61), limit: 10 });
+    expect(
+      await store.release(
+        rows.map((r) => r.id),
+        t,
+        at(2),
+      ),
+    ).toBe(2);
+    expect(await claim('other', at(2))).toHaveLength(2);
+  });
+
+  it('excluded ids are left out of a claim', async () => {
+    await outbox.fire('a.Happened', { n: 1 });
+    const all = await store.readDeliveries({});
+    const rows = await claim('w', at(1), 10, { excludeIds: [all[0].id] });
+    expect(rows.map((r) => r.id)).toEqual([all[1].id]);
+  });
+
+  it('a NotYet outcome moves the row to its time without spending an attempt', async () => {
+    await outbox.fire('a.Happened', { n: 1 });
+    const t = token('w');
+    const [row] = await store.claim({ token: t, now: at(1), leaseUntil: at(61), limit: 1 });
+    await store.recordOutcomes(
+      [
+        {
+          id: row.id,
+          status: 'pending',
+          attempts: 0,
+          availableAt: at(500),
+          dueAt: at(500),
+          lastError: null,
+          completedAt: null,
+        },
+      ],
+      t,
+    );
+    const [stored] = (await store.readDeliveries({})).filter((r) => r.id === row.id);
+    expect(stored).toMatchObject({ status: 'pending', attempts: 0 });
+    expect(stored.availableAt.toISOString()).toBe(at(500).toISOString());
+    expect((await claim('x', at(499))).map((r) => r.id)).not.toContain(row.id);
+    expect((await claim('x', at(500))).map((r) => r.id)).toContain(row.id);
+  });
+
+  it('counts deliveries by status, zeros included', async () => {
+    await outbox.fire('a.Happened', { n: 1 });
+    expect(await store.countDeliveries()).toEqual({
+      pending: 2,
+      claimed: 0,
+      succeeded: 0,
+      failed: 0,
+      dead: 0,
+      orphaned: 0,
+      cancelled: 0,
+    });
+  });
+
+  it('the single-relay lock admits one holder at a time until its lease lapses', async () => {
+    expect(await store.acquireRelayLock('a', at(0), at(60))).toBe(true);
+    expect(await store.acquireRelayLock('a', at(10), at(70))).toBe(true); // renew
+    const second = await store.acquireRelayLock('b', at(20), at(80));
+    expect(second).toBe(!dialectNeedsLock(store)); // PostgreSQL needs no lock
+    if (dialectNeedsLock(store)) {
+      expect(await store.acquireRelayLock('b', at(71), at(131))).toBe(true); // a's lease lapsed
+      await store.releaseRelayLock('b');
+      expect(await store.acquireRelayLock('c', at(72), at(132))).toBe(true);
+    }
+  });
+});
+
+function dialectNeedsLock(store: OutboxStore): boolean {
+  return !store.supportsSkipLocked;
+}
+
+function decode(payload: unknown): unknown {
+  return typeof payload === 'string' ? JSON.parse(payload) : payload;
+}
