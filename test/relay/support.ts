@@ -1,0 +1,158 @@
+import type { Sequelize } from 'sequelize';
+import type { CreateOutboxOptions, Outbox, OutboxConfig, OutboxLogger } from '../../src/index.js';
+import { createOutbox, silentLogger } from '../../src/index.js';
+import { runtimeOf } from '../../src/runtime.js';
+import type { DeliveryRow } from '../../src/storage/store.js';
+import type { TestDatabase } from '../../testing/databases.js';
+
+/** A fixed moment the tests' clocks start at: far from the real clock on purpose. */
+export const T0 = new Date('2031-03-01T12:00:00.000Z');
+
+/** A clock a test moves by hand. */
+export interface TestClock {
+  readonly now: () => Date;
+  advance(ms: number): Date;
+  set(at: Date): void;
+}
+
+export function testClock(start: Date = T0): TestClock {
+  let at = start.getTime();
+  return {
+    now: () => new Date(at),
+    advance(ms) {
+      at += ms;
+      return new Date(at);
+    },
+    set(d) {
+      at = d.getTime();
+    },
+  };
+}
+
+/** A logger that keeps what it was told, for asserting what the relay logged. */
+export interface CapturedLogger extends OutboxLogger {
+  readonly entries: { level: string; message: string; fields?: Record<string, unknown> }[];
+  messages(level?: string): string[];
+}
+
+export function captureLogger(): CapturedLogger {
+  const entries: CapturedLogger['entries'] = [];
+  const at = (level: string) => (message: string, fields?: Record<string, unknown>) => {
+    entries.push({ level, message, fields });
+  };
+  return {
+    entries,
+    debug: at('debug'),
+    info: at('info'),
+    warn: at('warn'),
+    error: at('error'),
+    messages: (level) => entries.filter((e) => !level || e.level === level).map((e) => e.message),
+  };
+}
+
+let prefixes = 0;
+
+/** A table prefix of its own, so each test starts from empty tables in the file's database. */
+export function freshPrefix(): string {
+  prefixes += 1;
+  return `r${prefixes}_`;
+}
+
+/**
+ * Create an outbox on a test database with deterministic defaults (no wakeup, a silent
+ * logger, jitter 0.5, tables of its own unless `tablePrefix` is given), and migrate it.
+ */
+export async function openOutbox<C extends OutboxConfig>(
+  db: TestDatabase,
+  config: C,
+  options: Partial<CreateOutboxOptions> = {},
+): Promise<Outbox<C>> {
+  const outbox = createOutbox(config, {
+    ...db.outboxOptions,
+    wakeup: null,
+    logger: silentLogger,
+    jitter: () => 0.5,
+    tablePrefix: freshPrefix(),
+    ...options,
+  });
+  await outbox.migrate();
+  return outbox;
+}
+
+/** Every delivery row, in event order. */
+export function deliveryRows(outbox: Outbox): Promise<DeliveryRow[]> {
+  return runtimeOf(outbox).store.readDeliveries({});
+}
+
+/** The delivery rows of one receiver, in event order. */
+export async function rowsOf(outbox: Outbox, receiverKey: string): Promise<DeliveryRow[]> {
+  return (await deliveryRows(outbox)).filter((r) => r.receiverKey === receiverKey);
+}
+
+/** A table name in the test database's schema (PostgreSQL) or file (SQLite). */
+export function tableName(db: TestDatabase, name: string): string {
+  return db.outboxOptions.schema ? `"${db.outboxOptions.schema}"."${name}"` : `"${name}"`;
+}
+
+/**
+ * Create a side-effect table a handler writes into: one row per event id, unique, so a
+ * second delivery of the same event is a constraint violation rather than a silent copy.
+ */
+export async function createReceivedTable(
+  db: TestDatabase,
+  name = 'received',
+  sequelize: Sequelize = db.sequelize,
+): Promise<string> {
+  const table = tableName(db, name);
+  await sequelize.query(
+    `CREATE TABLE IF NOT EXISTS ${table} (event_id varchar(64) PRIMARY KEY, label varchar(255))`,
+  );
+  return table;
+}
+
+/** The event ids a handler recorded in a side-effect table, sorted. */
+export async function receivedIds(db: TestDatabase, table: string): Promise<string[]> {
+  const [rows] = (await db.sequelize.query(`SELECT event_id FROM ${table} ORDER BY event_id`)) as [
+    { event_id: string }[],
+    unknown,
+  ];
+  return rows.map((r) => r.event_id);
+}
+
+/** A promise with its resolve handle, for holding a receiver mid-delivery. */
+export function gate(): { promise: Promise<void>; open: () => void } {
+  let open!: () => void;
+  const promise = new Promise<void>((resolve) => {
+    open = resolve;
+  });
+  return { promise, open };
+}
+
+/** Wait until `check` holds, polling every few milliseconds; fail after `timeoutMs`. */
+export async function waitFor(
+  check: () => boolean | Promise<boolean>,
+  what: string,
+  timeoutMs = 10_000,
+): Promise<void> {
+  const until = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > until) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 5));
+  }
+}
+
+/** A sleep for `runRelay({ sleep })` that waits at most `capMs` of real time. */
+export function shortSleep(capMs = 5, log?: number[]) {
+  return (ms: number, signal: AbortSignal) =>
+    new Promise<void>((resolve) => {
+      log?.push(ms);
+      if (signal.aborted) return resolve();
+      const timer = setTimeout(done, Math.min(ms, capMs));
+      function done() {
+        clearTimeout(timer);
+        signal.removeEventListener('abort', done);
+        resolve();
+      }
+      signal.addEventListener('abort', done, { once: true });
+    });
+}
