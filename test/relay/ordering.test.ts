@@ -37,7 +37,9 @@ describeEachDialect('relay: per-ordering-key order', (dialect) => {
             ledger.push(e.payload.label);
           },
         }),
-        audit: receiver(Step, { deliver: async (e) => void audit.push(e.payload.label) }),
+        audit: receiver(Step, {
+          deliver: async (e) => void audit.push((e.payload as { label: string }).label),
+        }),
       },
     });
     return { config, ledger, audit };
