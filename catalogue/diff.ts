@@ -1,0 +1,316 @@
+import type {
+  Catalogue,
+  CatalogueEvent,
+  CatalogueField,
+  CatalogueReceiver,
+} from '../src/introspect/index.js';
+
+/** What kind of change one {@link CatalogueChange} is; stable, for pipelines to match on. */
+export type CatalogueChangeKind =
+  | 'event-removed'
+  | 'event-added'
+  | 'event-version-changed'
+  | 'event-changed'
+  | 'field-removed'
+  | 'field-added'
+  | 'field-type-changed'
+  | 'field-now-required'
+  | 'field-now-optional'
+  | 'receiver-removed'
+  | 'receiver-added'
+  | 'receiver-moved'
+  | 'receiver-mode-changed'
+  | 'receiver-lane-changed'
+  | 'receiver-changed';
+
+/** One difference between two catalogues, classified. */
+export interface CatalogueChange {
+  readonly kind: CatalogueChangeKind;
+  /** Whether a consumer of the old catalogue can break: see {@link diffCatalogues}. */
+  readonly breaking: boolean;
+  /** The event the change is about (for a wildcard receiver, `*`). */
+  readonly event: string;
+  /** The field or receiver key the change is about, if any. */
+  readonly subject: string | null;
+  /** One line a person reads in a pull request. */
+  readonly message: string;
+}
+
+/** Every difference between two catalogues, split the way CI acts on them. */
+export interface CatalogueDiff {
+  /** Changes that can break a consumer or strand rows; CI fails on any of these. */
+  readonly breaking: readonly CatalogueChange[];
+  /** Changes no consumer of the old catalogue can notice as a break. */
+  readonly compatible: readonly CatalogueChange[];
+}
+
+/**
+ * Compare two catalogues and classify every change.
+ *
+ * Breaking: an event removed (a rename is a removal: rows are stored under the old name),
+ * a field removed, a field's type changed, a field that was optional now required, a
+ * required field added without a version bump (rows already in the log lack it), a
+ * receiver removed (its owed rows are orphaned), a receiver moved to another event, and a
+ * receiver's mode or lane changed (a different delivery guarantee, or different relay
+ * processes claiming its rows).
+ *
+ * Compatible: everything else — an event, an optional field or a receiver added, a
+ * required field added with a version bump, a field made optional, a version bump, a
+ * description, retention or retry tuning changed. A handler moving to another line is not
+ * a change at all.
+ *
+ * Both lists are in a stable order: by event, then by subject.
+ */
+export function diffCatalogues(old: Catalogue, next: Catalogue): CatalogueDiff {
+  const changes: CatalogueChange[] = [];
+  const oldEvents = byKey(old.events, (e) => e.name);
+  const newEvents = byKey(next.events, (e) => e.name);
+  const added = next.events.filter((e) => !oldEvents.has(e.name));
+
+  for (const before of old.events) {
+    const after = newEvents.get(before.name);
+    if (!after) {
+      const twin = added.find((e) => sameShape(e, before));
+      changes.push({
+        kind: 'event-removed',
+        breaking: true,
+        event: before.name,
+        subject: null,
+        message: twin
+          ? `event ${before.name} removed — renamed to ${twin.name}? Rows and consumers still use the old name`
+          : `event ${before.name} removed`,
+      });
+      continue;
+    }
+    diffEvent(before, after, changes);
+  }
+  for (const e of added) {
+    changes.push({
+      kind: 'event-added',
+      breaking: false,
+      event: e.name,
+      subject: null,
+      message: `event ${e.name} added (v${e.version})`,
+    });
+  }
+
+  const oldReceivers = allReceivers(old);
+  const newReceivers = allReceivers(next);
+  for (const [key, before] of oldReceivers) {
+    const after = newReceivers.get(key);
+    if (!after) {
+      changes.push(receiverChange('receiver-removed', true, before, `receiver ${key} removed`));
+    } else {
+      diffReceiver(before, after, changes);
+    }
+  }
+  for (const [key, after] of newReceivers) {
+    if (!oldReceivers.has(key)) {
+      changes.push(
+        receiverChange('receiver-added', false, after, `receiver ${key} added (${after.mode})`),
+      );
+    }
+  }
+
+  changes.sort(
+    (a, b) =>
+      compare(a.event, b.event) ||
+      compare(a.subject ?? '', b.subject ?? '') ||
+      compare(a.kind, b.kind),
+  );
+  return {
+    breaking: changes.filter((c) => c.breaking),
+    compatible: changes.filter((c) => !c.breaking),
+  };
+}
+
+function diffEvent(before: CatalogueEvent, after: CatalogueEvent, out: CatalogueChange[]) {
+  const name = after.name;
+  const bumped = after.version > before.version;
+  if (after.version !== before.version) {
+    out.push({
+      kind: 'event-version-changed',
+      breaking: false,
+      event: name,
+      subject: null,
+      message: `event ${name} version ${before.version} → ${after.version}`,
+    });
+  }
+  const what: string[] = [];
+  if (before.description !== after.description) what.push('description');
+  if (before.retentionSeconds !== after.retentionSeconds || before.deleteWhen !== after.deleteWhen)
+    what.push('retention');
+  if (before.migratesOlderRows !== after.migratesOlderRows) what.push('upgrade');
+  if (what.length) {
+    out.push({
+      kind: 'event-changed',
+      breaking: false,
+      event: name,
+      subject: null,
+      message: `event ${name}: ${what.join(', ')} changed`,
+    });
+  }
+
+  const oldFields = byKey(before.fields, (f) => f.name);
+  const newFields = byKey(after.fields, (f) => f.name);
+  for (const f of before.fields) {
+    const g = newFields.get(f.name);
+    if (!g) {
+      // A removed parent already says it: its fields went with it.
+      if (!oldFields.has(parentOf(f.name) ?? '') || newFields.has(parentOf(f.name) ?? '')) {
+        out.push(field('field-removed', true, name, f, `${name}: field ${f.name} removed`));
+      }
+      continue;
+    }
+    if (f.type !== g.type) {
+      out.push(
+        field(
+          'field-type-changed',
+          true,
+          name,
+          g,
+          `${name}: field ${f.name} type changed from ${f.type} to ${g.type}`,
+        ),
+      );
+    }
+    if (!f.required && g.required) {
+      out.push(
+        field('field-now-required', true, name, g, `${name}: field ${f.name} is now required`),
+      );
+    }
+    if (f.required && !g.required) {
+      out.push(
+        field('field-now-optional', false, name, g, `${name}: field ${f.name} is now optional`),
+      );
+    }
+  }
+  for (const g of after.fields) {
+    if (oldFields.has(g.name)) continue;
+    const parent = parentOf(g.name);
+    if (parent !== undefined && !oldFields.has(parent)) continue; // covered by its parent
+    const breaking = g.required && !bumped;
+    out.push(
+      field(
+        'field-added',
+        breaking,
+        name,
+        g,
+        g.required
+          ? breaking
+            ? `${name}: required field ${g.name} added without a version bump (rows already recorded lack it)`
+            : `${name}: required field ${g.name} added with version ${after.version}`
+          : `${name}: optional field ${g.name} added`,
+      ),
+    );
+  }
+}
+
+function diffReceiver(before: CatalogueReceiver, after: CatalogueReceiver, out: CatalogueChange[]) {
+  const key = after.key;
+  if (before.event !== after.event) {
+    out.push(
+      receiverChange(
+        'receiver-moved',
+        true,
+        after,
+        `receiver ${key} now listens to ${after.event ?? 'every event (AnyEvent)'} instead of ${before.event ?? 'every event (AnyEvent)'}`,
+      ),
+    );
+  }
+  if (before.mode !== after.mode) {
+    out.push(
+      receiverChange(
+        'receiver-mode-changed',
+        true,
+        after,
+        `receiver ${key} mode changed from ${before.mode} to ${after.mode}`,
+      ),
+    );
+  }
+  if (before.lane !== after.lane) {
+    out.push(
+      receiverChange(
+        'receiver-lane-changed',
+        true,
+        after,
+        `receiver ${key} lane changed from ${before.lane} to ${after.lane}`,
+      ),
+    );
+  }
+  const props = [
+    'kind',
+    'transport',
+    'site',
+    'maxAttempts',
+    'leaseSeconds',
+    'timeoutSeconds',
+    'targets',
+    'dueSeconds',
+    'dueCallable',
+    'giveUpAfterSeconds',
+  ] as const;
+  const tuned = props
+    .filter((p) => before[p] !== after[p])
+    .map((p) => `${p} ${show(before[p])} → ${show(after[p])}`);
+  const b = before.backoff;
+  const a = after.backoff;
+  if (b.baseSeconds !== a.baseSeconds || b.capSeconds !== a.capSeconds) {
+    tuned.push(
+      `backoff ${show(b.baseSeconds)}..${show(b.capSeconds)} → ${show(a.baseSeconds)}..${show(a.capSeconds)}`,
+    );
+  }
+  if (tuned.length) {
+    out.push(
+      receiverChange('receiver-changed', false, after, `receiver ${key}: ${tuned.join(', ')}`),
+    );
+  }
+}
+
+function receiverChange(
+  kind: CatalogueChangeKind,
+  breaking: boolean,
+  r: CatalogueReceiver,
+  message: string,
+): CatalogueChange {
+  return { kind, breaking, event: r.event ?? '*', subject: r.key, message };
+}
+
+function field(
+  kind: CatalogueChangeKind,
+  breaking: boolean,
+  event: string,
+  f: CatalogueField,
+  message: string,
+): CatalogueChange {
+  return { kind, breaking, event, subject: f.name, message };
+}
+
+/** `items[].sku` → `items`, `address.city` → `address`, `orderId` → undefined. */
+export function parentOf(path: string): string | undefined {
+  const dot = path.lastIndexOf('.');
+  if (dot < 0) return undefined;
+  return path.slice(0, dot).replace(/(\[\]|\{\})+$/, '');
+}
+
+function sameShape(a: CatalogueEvent, b: CatalogueEvent): boolean {
+  return JSON.stringify(a.schema) === JSON.stringify(b.schema);
+}
+
+function allReceivers(c: Catalogue): Map<string, CatalogueReceiver> {
+  const out = new Map<string, CatalogueReceiver>();
+  for (const e of c.events) for (const r of e.receivers) out.set(r.key, r);
+  for (const r of c.wildcardReceivers) out.set(r.key, r);
+  return out;
+}
+
+function byKey<T>(items: readonly T[], key: (item: T) => string): Map<string, T> {
+  return new Map(items.map((item) => [key(item), item]));
+}
+
+function show(value: unknown): string {
+  return value === null ? 'default' : String(value);
+}
+
+function compare(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
+}
