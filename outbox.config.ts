@@ -3,7 +3,7 @@
  * demo`), the README's tour and the committed catalogue all use it. Your project's
  * `outbox.config.ts` looks like this, importing from 'outboxkit'.
  */
-import { AnyEvent, defineOutbox, receiver } from './src/index.js';
+
 import { OrderCancelled, OrderPlaced, PaymentCaptured } from './examples/shop/events.js';
 import {
   capturePayment,
@@ -13,6 +13,7 @@ import {
   reserveStock,
   sendOrderConfirmation,
 } from './examples/shop/receivers.js';
+import { AnyEvent, defineOutbox, receiver } from './src/index.js';
 
 export default defineOutbox({
   events: {
@@ -30,7 +31,10 @@ export default defineOutbox({
     'mail.orderConfirmation': receiver(PaymentCaptured, { handle: sendOrderConfirmation }),
     'shop.releaseStock': receiver(OrderCancelled, { handle: releaseStock }),
     // A transport for every event: what a Kafka or webhook bridge looks like.
-    'analytics.forward': receiver(AnyEvent, { deliver: forwardToAnalytics, backoff: { baseSeconds: 5 } }),
+    'analytics.forward': receiver(AnyEvent, {
+      deliver: forwardToAnalytics,
+      backoff: { baseSeconds: 5 },
+    }),
   },
   settings: { batchSize: 100 },
 });

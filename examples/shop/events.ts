@@ -22,5 +22,9 @@ export const OrderCancelled = event({
 /** The payment provider captured the money for an order. */
 export const PaymentCaptured = event({
   description: 'The payment provider captured the money for an order.',
-  schema: z.object({ orderId: z.string(), amountCents: z.number().int().nonnegative(), provider: z.string() }),
+  schema: z.object({
+    orderId: z.string(),
+    amountCents: z.number().int().nonnegative(),
+    provider: z.string(),
+  }),
 });

@@ -1,10 +1,142 @@
-import type { DeliveryContext, OutboxEvent } from '../../src/index.js';
+/**
+ * The shop's receivers: what happens when an order is placed, paid or cancelled.
+ *
+ * Each one shows a mode (see `outbox.config.ts` for how they are declared):
+ * - `reserveStock` runs *inline*, inside the order's transaction: no stock, no order.
+ * - `logOrderPlaced` runs *onCommit*: after the commit, best effort, never retried.
+ * - `capturePayment`, `sendOrderConfirmation` and `releaseStock` are *durable* handlers:
+ *   the relay runs them in a transaction that also records their acknowledgement, so the
+ *   rows they write commit exactly when the delivery is marked done.
+ * - `forwardToAnalytics` is a *transport*: it sends outside any transaction.
+ */
+import type { Transaction } from 'sequelize';
+import {
+  type DeliveryContext,
+  type OutboxEvent,
+  type PayloadOf,
+  PermanentFailure,
+} from '../../src/index.js';
+import { shop } from './context.js';
+import type { OrderCancelled, OrderPlaced, PaymentCaptured } from './events.js';
+import { CardDeclined, formatCents } from './services.js';
 
-// Placeholder receivers; the demo fleshes these out.
-type Payload = Record<string, unknown>;
-export async function reserveStock(_e: OutboxEvent<Payload>, _c: DeliveryContext): Promise<void> {}
-export async function logOrderPlaced(_e: OutboxEvent<Payload>): Promise<void> {}
-export async function capturePayment(_e: OutboxEvent<Payload>, _c: DeliveryContext): Promise<void> {}
-export async function sendOrderConfirmation(_e: OutboxEvent<Payload>, _c: DeliveryContext): Promise<void> {}
-export async function releaseStock(_e: OutboxEvent<Payload>, _c: DeliveryContext): Promise<void> {}
-export async function forwardToAnalytics(_e: OutboxEvent): Promise<void> {}
+type Placed = OutboxEvent<PayloadOf<typeof OrderPlaced>>;
+type Cancelled = OutboxEvent<PayloadOf<typeof OrderCancelled>>;
+type Captured = OutboxEvent<PayloadOf<typeof PaymentCaptured>>;
+
+/** An order asked for more than the shelf holds. Thrown inline, it rolls the order back. */
+export class OutOfStock extends Error {
+  constructor(sku: string, wanted: number, available: number) {
+    super(`out of stock: ${wanted} × ${sku} wanted, ${available} available`);
+    this.name = 'OutOfStock';
+  }
+}
+
+/** Inline and durable handlers get a transaction; a missing one is a declaration mistake. */
+function transactionOf(context: DeliveryContext): Transaction {
+  if (!context.transaction) {
+    throw new Error(`${context.receiverKey} needs a transaction: declare it inline or durable`);
+  }
+  return context.transaction;
+}
+
+/** Inline: take the order's items off the shelf, in the order's own transaction. */
+export async function reserveStock(event: Placed, context: DeliveryContext): Promise<void> {
+  const { StockItem } = shop().models;
+  const transaction = transactionOf(context);
+  for (const { sku, quantity } of event.payload.items) {
+    // `lock` is SELECT … FOR UPDATE on PostgreSQL: two orders cannot both take the last one.
+    const stock = await StockItem.findByPk(sku, { transaction, lock: true });
+    if (!stock || stock.quantity < quantity) {
+      throw new OutOfStock(sku, quantity, stock?.quantity ?? 0);
+    }
+    await stock.decrement('quantity', { by: quantity, transaction });
+  }
+}
+
+/** onCommit: a log line once the order is committed. Nothing retries it if it throws. */
+export async function logOrderPlaced(event: Placed): Promise<void> {
+  const { orderId, items, totalCents } = event.payload;
+  shop().log(`order ${orderId} placed: ${items.length} line(s), ${formatCents(totalCents)}`);
+}
+
+/**
+ * Durable: charge the card, record the payment and announce it, all in the delivery's
+ * transaction. The new event is fired with `{ transaction: context.transaction }`, so it
+ * exists if and only if this delivery is recorded done.
+ *
+ * A declined card is a {@link PermanentFailure}: retrying cannot help, so the relay
+ * dead-letters the delivery at once instead of spending the rest of its attempts.
+ */
+export async function capturePayment(event: Placed, context: DeliveryContext): Promise<void> {
+  const { models, outbox, payments } = shop();
+  const transaction = transactionOf(context);
+  const { orderId, totalCents } = event.payload;
+  const order = await models.Order.findByPk(orderId, { transaction });
+  if (!order || order.status === 'cancelled') return; // nothing to charge any more
+
+  let reference: string;
+  try {
+    // The event id is the charge's idempotency key: a retried capture charges once.
+    reference = await payments.charge({
+      orderId,
+      amountCents: totalCents,
+      idempotencyKey: event.id,
+    });
+  } catch (error) {
+    if (error instanceof CardDeclined) {
+      throw new PermanentFailure('card declined', { cause: error });
+    }
+    throw error; // anything else (a timeout, a 503) is retried with backoff
+  }
+  await models.Payment.create(
+    { orderId, amountCents: totalCents, provider: payments.name, reference },
+    { transaction },
+  );
+  await order.update({ status: 'paid' }, { transaction });
+  await outbox.fire(
+    'payments.PaymentCaptured',
+    { orderId, amountCents: totalCents, provider: payments.name },
+    { transaction, orderingKey: orderId },
+  );
+}
+
+/**
+ * Durable: mail the customer once the money is in. The mail server may refuse for a
+ * moment (a thrown error: the relay retries with backoff). The event id is the mail's
+ * Message-ID, so a send repeated after a crash is dropped as a duplicate downstream.
+ */
+export async function sendOrderConfirmation(
+  event: Captured,
+  context: DeliveryContext,
+): Promise<void> {
+  const { models, mailer } = shop();
+  const transaction = transactionOf(context);
+  const { orderId, amountCents } = event.payload;
+  const order = await models.Order.findByPk(orderId, { transaction, rejectOnEmpty: true });
+  const mail = {
+    messageId: event.id,
+    to: order.customerEmail,
+    subject: `Order ${orderId} confirmed: ${formatCents(amountCents)} received`,
+  };
+  await mailer.send(mail);
+  await models.SentMail.create({ orderId, to: mail.to, subject: mail.subject }, { transaction });
+}
+
+/** Durable: put a cancelled order's items back on the shelf. */
+export async function releaseStock(event: Cancelled, context: DeliveryContext): Promise<void> {
+  const { models } = shop();
+  const transaction = transactionOf(context);
+  const order = await models.Order.findByPk(event.payload.orderId, {
+    transaction,
+    rejectOnEmpty: true,
+  });
+  for (const { sku, quantity } of order.items) {
+    await models.StockItem.increment('quantity', { by: quantity, where: { sku }, transaction });
+  }
+}
+
+/** A transport for every event (`AnyEvent`): what a Kafka or webhook bridge looks like. */
+export async function forwardToAnalytics(event: OutboxEvent): Promise<void> {
+  await shop().analytics.track(event);
+}
