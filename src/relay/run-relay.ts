@@ -134,14 +134,26 @@ export async function runRelay(rt: Runtime, options: RunRelayOptions = {}): Prom
     );
   }
 
+  // The single-relay lock is leased like a claim, so it is renewed on a timer for the whole
+  // life of the relay, not only between batches: a batch (or an idle wait) longer than the
+  // lease would otherwise let a second relay start beside this one. A relay that finds the
+  // lock taken by another stops, finishing what it holds.
+  let lockRenewal: Promise<unknown> = Promise.resolve();
+  const lockTimer = single
+    ? setInterval(
+        () => {
+          lockRenewal = lockRenewal.then(async () => {
+            if (!stop.signal.aborted && !(await renewSingleRelayLock())) stop.abort();
+          });
+        },
+        Math.max(50, leaseMs / 3),
+      )
+    : undefined;
+  lockTimer?.unref();
+
   let wake: AbortController = new AbortController();
   let woken = false;
-  const unsubscribe = rt.wakeup
-    ? await rt.wakeup.listen(() => {
-        woken = true;
-        wake.abort();
-      })
-    : undefined;
+  let unsubscribe: (() => Promise<void>) | undefined;
 
   const report: RelayReport = {
     pending: 0,
@@ -156,6 +168,13 @@ export async function runRelay(rt: Runtime, options: RunRelayOptions = {}): Prom
   };
   let errorBackoffMs = pollMs;
   try {
+    // Inside the try: a wakeup that cannot listen must not leave the lock held.
+    unsubscribe = rt.wakeup
+      ? await rt.wakeup.listen(() => {
+          woken = true;
+          wake.abort();
+        })
+      : undefined;
     while (
       !stop.signal.aborted &&
       (options.passes === undefined || report.passes < options.passes)
@@ -203,6 +222,8 @@ export async function runRelay(rt: Runtime, options: RunRelayOptions = {}): Prom
       report.handedBack += batch.handedBack;
     }
   } finally {
+    clearInterval(lockTimer);
+    await lockRenewal.catch(() => {});
     options.signal?.removeEventListener('abort', onStop);
     await unsubscribe?.().catch((error) =>
       rt.logger.warn('could not stop listening for wakeups', { error }),

@@ -156,3 +156,20 @@ export function shortSleep(capMs = 5, log?: number[]) {
       signal.addEventListener('abort', done, { once: true });
     });
 }
+
+/** Run `work` and return every SQL statement `sequelize` sent meanwhile (its query log). */
+export async function capturingStatements(
+  sequelize: Sequelize,
+  work: () => Promise<unknown>,
+): Promise<string[]> {
+  const options = (sequelize as unknown as { options: { logging: unknown } }).options;
+  const previous = options.logging;
+  const statements: string[] = [];
+  options.logging = (sql: string) => void statements.push(sql);
+  try {
+    await work();
+  } finally {
+    options.logging = previous;
+  }
+  return statements;
+}
