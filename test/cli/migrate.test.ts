@@ -1,0 +1,90 @@
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { QueryTypes } from 'sequelize';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describeEachDialect } from '../support/dialects.js';
+import { type CliDatabase, openCliDatabase, PING_CONFIG, runCli } from './support/cli.js';
+
+/** The outbox's tables; SQLite also gets the single-relay lock (it cannot skip locked rows). */
+function expectedTables(dialect: 'sqlite' | 'postgres'): string[] {
+  const tables = [
+    'outbox_deliveries',
+    'outbox_events',
+    'outbox_migrations',
+    'outbox_receiver_last_success',
+  ];
+  return dialect === 'sqlite' ? [...tables, 'outbox_relay_lock'] : tables;
+}
+
+async function tablesOf(db: CliDatabase): Promise<string[]> {
+  const { sequelize, schema } = db.outboxOptions;
+  const rows =
+    db.dialect === 'postgres'
+      ? await sequelize.query<{ name: string }>(
+          'SELECT table_name AS name FROM information_schema.tables WHERE table_schema = ? ORDER BY 1',
+          { replacements: [schema], type: QueryTypes.SELECT },
+        )
+      : await sequelize.query<{ name: string }>(
+          "SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE 'outbox%' ORDER BY 1",
+          { type: QueryTypes.SELECT },
+        );
+  return rows.map((r) => r.name);
+}
+
+async function migrationsOf(db: CliDatabase): Promise<{ version: number }[]> {
+  const { sequelize, schema } = db.outboxOptions;
+  const table = schema ? `"${schema}"."outbox_migrations"` : 'outbox_migrations';
+  return sequelize.query(`SELECT version, applied_at FROM ${table} ORDER BY version`, {
+    type: QueryTypes.SELECT,
+  });
+}
+
+describeEachDialect('outbox migrate', (dialect) => {
+  let db: CliDatabase;
+  beforeEach(async () => {
+    db = await openCliDatabase(dialect.name);
+  });
+  afterEach(() => db.cleanup());
+
+  it('creates the outbox tables, and running it again changes nothing', async () => {
+    const first = await runCli(['migrate', '-c', PING_CONFIG, ...db.args]);
+    expect(first.stderr).toBe('');
+    expect(first.code).toBe(0);
+    expect(first.stdout).toMatch(/^outbox: migrated /);
+    expect(await tablesOf(db)).toEqual(expectedTables(dialect.name));
+    const applied = await migrationsOf(db);
+    expect(applied.length).toBeGreaterThan(0);
+
+    const second = await runCli(['migrate', '-c', PING_CONFIG, ...db.args]);
+    expect(second.stderr).toBe('');
+    expect(second.code).toBe(0);
+    expect(await tablesOf(db)).toEqual(expectedTables(dialect.name));
+    expect(await migrationsOf(db)).toEqual(applied);
+  });
+
+  it('run by two processes at once, both succeed and each migration is applied once', async () => {
+    const args = ['migrate', '-c', PING_CONFIG, ...db.args];
+    const [a, b] = await Promise.all([runCli(args), runCli(args)]);
+    expect([a.code, a.stderr, b.code, b.stderr]).toEqual([0, '', 0, '']);
+    expect(await tablesOf(db)).toEqual(expectedTables(dialect.name));
+    const versions = (await migrationsOf(db)).map((m) => m.version);
+    expect(versions.length).toBeGreaterThan(0);
+    expect(new Set(versions).size).toBe(versions.length);
+  });
+});
+
+describe('outbox migrate without --url', () => {
+  it('creates outbox.sqlite in the working directory, the zero-setup default', async () => {
+    const cwd = mkdtempSync(join(tmpdir(), 'outbox-cli-'));
+    try {
+      const result = await runCli(['migrate', '-c', PING_CONFIG], { cwd });
+      expect(result.stderr).toBe('');
+      expect(result.code).toBe(0);
+      expect(result.stdout).toBe('outbox: migrated sqlite:outbox.sqlite\n');
+      expect(existsSync(join(cwd, 'outbox.sqlite'))).toBe(true);
+    } finally {
+      rmSync(cwd, { recursive: true, force: true });
+    }
+  });
+});

@@ -1,0 +1,87 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, afterEach, beforeAll, beforeEach, expect, it } from 'vitest';
+import { createOutbox, type Outbox, silentLogger } from '../../src/index.js';
+import { describeEachDialect } from '../support/dialects.js';
+import config from './fixtures/ping.config.js';
+import {
+  type CliDatabase,
+  openCliDatabase,
+  PING_CONFIG,
+  receivedNumbers,
+  runCli,
+  startCli,
+  waitFor,
+} from './support/cli.js';
+
+describeEachDialect('outbox relay', (dialect) => {
+  let db: CliDatabase;
+  let dir: string;
+  let received: string;
+  let outbox: Outbox<typeof config>;
+
+  beforeAll(() => {
+    dir = mkdtempSync(join(tmpdir(), 'outbox-cli-'));
+  });
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+  beforeEach(async (ctx) => {
+    db = await openCliDatabase(dialect.name);
+    received = join(dir, `${ctx.task.id}.txt`);
+    outbox = createOutbox(config, { ...db.outboxOptions, logger: silentLogger, wakeup: null });
+    await outbox.migrate();
+  });
+  afterEach(async () => {
+    await outbox.close();
+    await db.cleanup();
+  });
+
+  async function firePings(count: number): Promise<void> {
+    await outbox.fireMany(
+      Array.from({ length: count }, (_, n) => ({ name: 'test.Ping' as const, payload: { n } })),
+    );
+  }
+
+  it('--once delivers what is owed, in order, and exits 0', async () => {
+    await firePings(12);
+    const result = await runCli(['relay', '--once', '-c', PING_CONFIG, ...db.args], {
+      env: { OUTBOX_TEST_RECEIVED: received },
+    });
+    expect(result.code).toBe(0);
+    expect(result.stderr).toContain('succeeded 12, failed 0, dead 0');
+    expect(receivedNumbers(received)).toEqual([...Array(12).keys()]);
+    expect(await outbox.countDeliveries()).toMatchObject({ succeeded: 12, pending: 0, claimed: 0 });
+  });
+
+  it('SIGTERM finishes the delivery in hand, hands the rest back and exits 0', async () => {
+    await firePings(30);
+    const relay = startCli(['relay', '-c', PING_CONFIG, '--concurrency', '1', ...db.args], {
+      env: { OUTBOX_TEST_RECEIVED: received, OUTBOX_TEST_DELAY_MS: '100' },
+    });
+    await waitFor(() => receivedNumbers(received).length >= 2, 'the relay to deliver two events');
+    relay.child.kill('SIGTERM');
+    const result = await relay.done;
+    expect(result.stderr).toContain('outbox: stopping');
+    expect(result.code).toBe(0);
+
+    // Everything the relay delivered is recorded as delivered, in order.
+    const delivered = receivedNumbers(received);
+    expect(delivered.length).toBeLessThan(30);
+    expect(delivered).toEqual([...Array(delivered.length).keys()]);
+    expect(result.stderr).toContain(`succeeded ${delivered.length},`);
+    expect((await outbox.countDeliveries()).succeeded).toBe(delivered.length);
+
+    // The rest was handed back: the next relay takes it at once rather than after the
+    // stopped relay's 60 s lease (and, on SQLite, could start at all: the stopped relay
+    // released its single-relay lock). Each event is delivered exactly once, in order.
+    process.env.OUTBOX_TEST_RECEIVED = received;
+    try {
+      const report = await outbox.runRelay({ passes: 1, batchSize: 100, concurrency: 1 });
+      expect(report.succeeded).toBe(30 - delivered.length);
+    } finally {
+      delete process.env.OUTBOX_TEST_RECEIVED;
+    }
+    expect(receivedNumbers(received)).toEqual([...Array(30).keys()]);
+    expect(await outbox.countDeliveries()).toMatchObject({ succeeded: 30, pending: 0, claimed: 0 });
+  });
+});

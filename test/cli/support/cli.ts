@@ -1,0 +1,136 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { Sequelize } from 'sequelize';
+import { postgresTestSchema, postgresUrl } from '../../../testing/databases.js';
+
+/** The repository root. */
+export const REPO = resolve(dirname(fileURLToPath(import.meta.url)), '../../..');
+const ENTRY = join(REPO, 'test/cli/support/entry.ts');
+/** tsx's loader by path, so the CLI also starts from a working directory outside the repo. */
+const TSX = pathToFileURL(join(REPO, 'node_modules/tsx/dist/loader.mjs')).href;
+/** The fixture config the relay and migrate tests run. */
+export const PING_CONFIG = join(REPO, 'test/cli/fixtures/ping.config.ts');
+
+/** What a finished `outbox` process left behind. */
+export interface CliResult {
+  readonly code: number | null;
+  readonly signal: NodeJS.Signals | null;
+  readonly stdout: string;
+  readonly stderr: string;
+}
+
+/** A running `outbox` process, its output so far, and its end. */
+export interface CliProcess {
+  readonly child: ChildProcess;
+  readonly output: () => { stdout: string; stderr: string };
+  readonly done: Promise<CliResult>;
+}
+
+/**
+ * Start `outbox <args>` as a child process, from source (see entry.ts), in `cwd`.
+ * `env` is added to this process's environment; `OUTBOX_DATABASE_URL` is cleared unless
+ * given, so a developer's own setting never points a test at their database.
+ */
+export function startCli(
+  args: readonly string[],
+  options: { cwd?: string; env?: Record<string, string> } = {},
+): CliProcess {
+  const child = spawn(process.execPath, ['--import', TSX, ENTRY, ...args], {
+    cwd: options.cwd ?? REPO,
+    env: { ...process.env, OUTBOX_DATABASE_URL: '', ...options.env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let stdout = '';
+  let stderr = '';
+  child.stdout?.on('data', (chunk: Buffer) => {
+    stdout += chunk.toString();
+  });
+  child.stderr?.on('data', (chunk: Buffer) => {
+    stderr += chunk.toString();
+  });
+  const done = new Promise<CliResult>((resolve, reject) => {
+    child.on('error', reject);
+    child.on('close', (code, signal) => resolve({ code, signal, stdout, stderr }));
+  });
+  return { child, output: () => ({ stdout, stderr }), done };
+}
+
+/** Run `outbox <args>` to the end; kills it (and fails) after `timeoutMs`. */
+export async function runCli(
+  args: readonly string[],
+  options: { cwd?: string; env?: Record<string, string>; timeoutMs?: number } = {},
+): Promise<CliResult> {
+  const run = startCli(args, options);
+  const timeoutMs = options.timeoutMs ?? 20_000;
+  const timer = setTimeout(() => run.child.kill('SIGKILL'), timeoutMs);
+  try {
+    const result = await run.done;
+    if (result.signal === 'SIGKILL') {
+      throw new Error(
+        `outbox ${args.join(' ')} did not finish within ${timeoutMs} ms\nstdout: ${result.stdout}\nstderr: ${result.stderr}`,
+      );
+    }
+    return result;
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** Wait until `check()` is true, polling; throws with `what` after `timeoutMs`. */
+export async function waitFor(check: () => boolean, what: string, timeoutMs = 15_000) {
+  const until = Date.now() + timeoutMs;
+  while (!check()) {
+    if (Date.now() > until) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 25));
+  }
+}
+
+/** The numbers the ping fixture's receiver wrote to `file`, in the order it wrote them. */
+export function receivedNumbers(file: string): number[] {
+  if (!existsSync(file)) return [];
+  return readFileSync(file, 'utf8')
+    .split('\n')
+    .filter((line) => line !== '')
+    .map(Number);
+}
+
+/** A database for a CLI test: the test's own connection, and the flags that point `outbox` at it. */
+export interface CliDatabase {
+  readonly dialect: 'sqlite' | 'postgres';
+  /** Spread into `createOutbox(config, { ...db.outboxOptions })`. */
+  readonly outboxOptions: { sequelize: Sequelize; schema?: string };
+  /** `--url …` (and `--schema …` on PostgreSQL). */
+  readonly args: readonly string[];
+  cleanup(): Promise<void>;
+}
+
+/**
+ * Open a fresh database the test and an `outbox` child process share: a SQLite file in a
+ * temp folder, or a PostgreSQL schema of its own.
+ */
+export async function openCliDatabase(dialect: 'sqlite' | 'postgres'): Promise<CliDatabase> {
+  if (dialect === 'postgres') {
+    const db = await postgresTestSchema();
+    return {
+      dialect,
+      outboxOptions: db.outboxOptions,
+      args: ['--url', postgresUrl(), '--schema', db.outboxOptions.schema!],
+      cleanup: () => db.cleanup(),
+    };
+  }
+  const dir = mkdtempSync(join(tmpdir(), 'outbox-cli-'));
+  const file = join(dir, 'cli.sqlite');
+  const sequelize = new Sequelize({ dialect: 'sqlite', storage: file, logging: false });
+  return {
+    dialect,
+    outboxOptions: { sequelize },
+    args: ['--url', `sqlite:${file}`],
+    async cleanup() {
+      await sequelize.close();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}

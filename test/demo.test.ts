@@ -1,0 +1,192 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { PassThrough } from 'node:stream';
+import { QueryTypes, Sequelize } from 'sequelize';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type DemoSummary, runDemo } from '../examples/demo.js';
+
+/**
+ * The demo's script, restated: orders 1..200; order 77 wants more signed prints than the
+ * shelf holds (rolled back); order 42 buys a grand piano over the card limit (declined);
+ * every 10th order is cancelled; every 7th customer's mail server refuses the first send.
+ */
+const ORDERS = Array.from({ length: 200 }, (_, i) => i + 1);
+const placed = ORDERS.filter((n) => n !== 77);
+const cancelled = placed.filter((n) => n % 10 === 0);
+const paid = placed.filter((n) => n % 10 !== 0 && n !== 42);
+const mailRetried = paid.filter((n) => n % 7 === 0);
+
+function collect(stream: PassThrough): () => string {
+  let text = '';
+  stream.on('data', (chunk: Buffer) => {
+    text += chunk.toString();
+  });
+  return () => text;
+}
+
+describe('npx outbox demo', () => {
+  let dir: string;
+  let code: number;
+  let summary: DemoSummary;
+  let stdout: () => string;
+  let stderr: () => string;
+  let db: Sequelize;
+  const select = <T>(sql: string) => db.query<T>(sql, { type: QueryTypes.SELECT });
+
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'outbox-demo-test-'));
+    const out = new PassThrough();
+    const err = Object.assign(new PassThrough(), { isTTY: true });
+    stdout = collect(out);
+    stderr = collect(err);
+    code = await runDemo({
+      keep: true,
+      dir,
+      stdout: out,
+      stderr: err,
+      onSummary: (s) => {
+        summary = s;
+      },
+    });
+    db = new Sequelize({ dialect: 'sqlite', storage: summary.databaseFile, logging: false });
+  }, 120_000);
+  afterAll(async () => {
+    await db?.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('exits 0 within seconds and tells the story', () => {
+    expect(code).toBe(0);
+    expect(summary.ok).toBe(true);
+    expect(summary.totalMs).toBeLessThan(20_000);
+    expect(stdout()).toContain('Summary:');
+    expect(stdout()).toContain('none delivered: no order row, no event, no payment, no mail');
+    expect(stdout()).not.toMatch(/PROBLEM|STILL OWED|SOMETHING EXISTS/);
+    expect(stdout()).toContain(`Kept the database: sqlite3 ${join(dir, 'shop.sqlite')}`);
+  });
+
+  it('redraws one progress line in place on a terminal', () => {
+    const redraws = stderr().split('\r\x1b[2K').filter(Boolean);
+    expect(redraws.length).toBeGreaterThan(1);
+    expect(redraws.at(-1)).toMatch(/^ {3}relay: 793 delivered .* 1 dead .*\n$/);
+    expect(redraws.slice(0, -1).every((line) => !line.includes('\n'))).toBe(true);
+  });
+
+  it('the rolled-back order left no order, no event and no delivery', async () => {
+    expect(summary.rolledBack).toEqual({
+      orderId: 'order-0077',
+      reason: 'out of stock: 5 × signed-print wanted, 3 available',
+      eventsRecorded: 0,
+      orderRows: 0,
+      payments: 0,
+      mails: 0,
+      analyticsEvents: 0,
+      logLines: 0,
+    });
+    // Read back independently of the demo's own checks.
+    expect(await select("SELECT id FROM shop_orders WHERE id = 'order-0077'")).toEqual([]);
+    expect(await select("SELECT id FROM outbox_events WHERE payload LIKE '%order-0077%'")).toEqual(
+      [],
+    );
+    expect(await select("SELECT quantity FROM shop_stock WHERE sku = 'signed-print'")).toEqual([
+      { quantity: 3 },
+    ]);
+    expect(summary.onCommitLogLines).toBe(placed.length);
+  });
+
+  it('every delivery succeeded but the declined payment, which is a dead letter', async () => {
+    expect(summary.owed).toBe(0);
+    expect(
+      await select(
+        'SELECT status, COUNT(*) AS n FROM outbox_deliveries GROUP BY status ORDER BY 1',
+      ),
+    ).toEqual([
+      { status: 'dead', n: 1 },
+      { status: 'succeeded', n: 793 },
+    ]);
+    expect(summary.delivered).toEqual({
+      'payments.capture': placed.length - 1,
+      'mail.orderConfirmation': paid.length,
+      'shop.releaseStock': cancelled.length,
+      'analytics.forward': placed.length + cancelled.length + paid.length,
+    });
+    expect(summary.dead).toEqual([
+      {
+        receiverKey: 'payments.capture',
+        eventName: 'shop.OrderPlaced',
+        orderId: 'order-0042',
+        attempts: 1,
+        error:
+          "PermanentFailure: card declined (caused by CardDeclined: $8,000.00 is over the card's $5,000.00 limit)",
+      },
+    ]);
+    expect(await select("SELECT status FROM shop_orders WHERE id = 'order-0042'")).toEqual([
+      { status: 'placed' },
+    ]);
+  });
+
+  it('the mails the flaky server refused were retried and sent once each', async () => {
+    expect(summary.retried).toBe(mailRetried.length);
+    expect(Object.keys(summary.retriedBy)).toEqual(['mail.orderConfirmation']);
+    expect(summary.retriedBy['mail.orderConfirmation']).toEqual({
+      deliveries: mailRetried.length,
+      firstError: 'Error: SMTP 421: service busy, try again later',
+    });
+    const attempts = await select<{ attempts: number; n: number }>(
+      "SELECT attempts, COUNT(*) AS n FROM outbox_deliveries WHERE receiver_key = 'mail.orderConfirmation' GROUP BY attempts ORDER BY 1",
+    );
+    expect(attempts).toEqual([
+      { attempts: 1, n: paid.length - mailRetried.length },
+      { attempts: 2, n: mailRetried.length },
+    ]);
+    const mails = await select<{ order_id: string }>(
+      'SELECT order_id FROM shop_sent_mail ORDER BY 1',
+    );
+    expect(mails.map((m) => m.order_id)).toEqual(paid.map(orderId));
+  });
+
+  it('paid orders have one payment each; cancelled ones none, and their stock is back', async () => {
+    const payments = await select<{ order_id: string }>(
+      'SELECT order_id FROM shop_payments ORDER BY 1',
+    );
+    expect(payments.map((p) => p.order_id)).toEqual(paid.map(orderId));
+    const statuses = await select<{ status: string; n: number }>(
+      'SELECT status, COUNT(*) AS n FROM shop_orders GROUP BY status ORDER BY 1',
+    );
+    expect(statuses).toEqual([
+      { status: 'cancelled', n: cancelled.length },
+      { status: 'paid', n: paid.length },
+      { status: 'placed', n: 1 },
+    ]);
+    // Stock = 10,000 minus what orders still standing took; cancellations gave theirs back.
+    const orders = await select<{ items: string; status: string }>(
+      'SELECT items, status FROM shop_orders',
+    );
+    const taken: Record<string, number> = { mug: 0, tee: 0, poster: 0 };
+    for (const o of orders.filter((o) => o.status !== 'cancelled')) {
+      for (const item of JSON.parse(o.items) as { sku: string; quantity: number }[]) {
+        if (item.sku in taken) taken[item.sku] += item.quantity;
+      }
+    }
+    const stock = await select<{ sku: string; quantity: number }>(
+      "SELECT sku, quantity FROM shop_stock WHERE sku IN ('mug', 'tee', 'poster') ORDER BY 1",
+    );
+    expect(stock).toEqual(
+      ['mug', 'poster', 'tee'].map((sku) => ({ sku, quantity: 10_000 - taken[sku] })),
+    );
+  });
+
+  it("a double-clicked Cancel was announced once: the idempotency key's job", async () => {
+    expect(summary.ordersCancelled).toBe(cancelled.length);
+    expect(summary.duplicateCancels).toBe(1);
+    const [{ n }] = await select<{ n: number }>(
+      "SELECT COUNT(*) AS n FROM outbox_events WHERE name = 'shop.OrderCancelled'",
+    );
+    expect(n).toBe(cancelled.length);
+  });
+});
+
+function orderId(n: number): string {
+  return `order-${String(n).padStart(4, '0')}`;
+}
