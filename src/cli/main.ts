@@ -65,8 +65,12 @@ export async function main(argv: readonly string[]): Promise<number> {
     .command('codegen')
     .description('generate typed emitters and the catalogue from outbox.config.ts')
     .option('-c, --config <file>', 'the config file', 'outbox.config.ts')
+    .option('--out <file>', 'the generated TypeScript file', 'src/outbox.generated.ts')
+    .option('--catalogue-dir <dir>', 'where catalogue.json and catalogue.md go', 'catalogue')
+    .option('--import-from <module>', "where the generated file imports outboxkit's types from")
     .option('--check', 'write nothing; fail when the generated files are stale')
-    .allowUnknownOption(true)
+    .option('--base <ref>', 'with --check: diff the catalogue against this git ref\'s')
+    .option('--allow-breaking', 'with --check: do not fail on breaking catalogue changes')
     .action(async (o: Record<string, unknown>, cmd: Command) => {
       const { runCodegenCommand } = await import('../../codegen/cli.js');
       code = await runCodegenCommand(o, cmd.args);
@@ -74,16 +78,23 @@ export async function main(argv: readonly string[]): Promise<number> {
 
   program
     .command('catalogue')
-    .description('catalogue tools: diff OLD NEW')
+    .description('catalogue tools: diff OLD [NEW] (files or git refs; NEW defaults to catalogue/catalogue.json)')
     .argument('<action>', 'diff')
-    .argument('[old]', 'the old catalogue (file or git ref)')
-    .argument('[new]', 'the new catalogue (file or git ref)')
+    .argument('[old]', 'the old catalogue (file, git ref, or REF:PATH)')
+    .argument('[new]', 'the new catalogue (file, git ref, or REF:PATH)')
     .option('--allow-breaking', 'exit 0 even on breaking changes')
     .option('--format <format>', 'text or json', 'text')
-    .action(async (action: string, oldRef: string | undefined, newRef: string | undefined, o: Record<string, unknown>) => {
-      const { runCatalogueCommand } = await import('../../catalogue/cli.js');
-      code = await runCatalogueCommand(action, oldRef, newRef, o);
-    });
+    .action(
+      async (
+        action: string,
+        oldRef: string | undefined,
+        newRef: string | undefined,
+        o: Record<string, unknown>,
+      ) => {
+        const { runCatalogueCommand } = await import('../../catalogue/cli.js');
+        code = await runCatalogueCommand(action, oldRef, newRef, o);
+      },
+    );
 
   try {
     await program.parseAsync(argv as string[]);

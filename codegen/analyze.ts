@@ -1,0 +1,349 @@
+import { existsSync } from 'node:fs';
+import { dirname, join, relative, sep } from 'node:path';
+import {
+  type CallExpression,
+  type Expression,
+  ModuleKind,
+  ModuleResolutionKind,
+  Node,
+  type ObjectLiteralExpression,
+  Project,
+  ScriptTarget,
+  type SourceFile,
+  type Type,
+  ts,
+} from 'ts-morph';
+import type { OutboxConfig } from '../src/declare/define-outbox.js';
+import { eventNames } from './names.js';
+
+/** A receiver whose handler cannot take its event's payload: a codegen error. */
+export interface HandlerMismatch {
+  /** The receiver's key. */
+  readonly receiver: string;
+  /** The event it listens to, or `AnyEvent` for a wildcard. */
+  readonly event: string;
+  /** The handler's `file:line`. */
+  readonly location: string;
+  /** The payload type the handler's parameter declares. */
+  readonly handlerType: string;
+  /** The payload type the event decodes to. */
+  readonly payloadType: string;
+  /** The whole error, as the CLI prints it. */
+  readonly message: string;
+}
+
+/** What reading the config's source found. */
+export interface ConfigAnalysis {
+  /** Each receiver key's handler or transport declaration, `file:line` relative to the project. */
+  readonly locations: ReadonlyMap<string, string>;
+  /** Handlers that cannot take their event's payload. */
+  readonly mismatches: readonly HandlerMismatch[];
+  /** What could not be followed statically (a receiver built in a loop, say). */
+  readonly warnings: readonly string[];
+}
+
+/**
+ * Read `outbox.config.ts` with the TypeScript compiler (through ts-morph) and, for every
+ * receiver, find where its handler or transport is declared and check that the handler
+ * accepts its event's payload.
+ *
+ * The check matters for receivers declared by event name (`receiver('shop.OrderPlaced',
+ * { handle })`), which the config's own types cannot see through, and for wildcards, whose
+ * handlers are handed every event's payload. It compares the payload the handler's first
+ * parameter declares with the event's decoded payload (`z.output` of its schema), using
+ * the checker's own assignability.
+ *
+ * The runtime config (already loaded and validated) says which receivers exist; the
+ * source only says where they are. A receiver the source walk cannot reach (built by a
+ * function, in a loop) is reported as a warning, not an error: it still works, it just
+ * has no location in the catalogue.
+ */
+export function analyzeConfig(
+  configFile: string,
+  projectRoot: string,
+  config: OutboxConfig,
+): ConfigAnalysis {
+  const project = createProject(configFile, projectRoot);
+  const source = project.addSourceFileAtPath(configFile);
+  const checker = project.getTypeChecker();
+  const warnings: string[] = [];
+  const locations = new Map<string, string>();
+  const mismatches: HandlerMismatch[] = [];
+
+  const call = findDefineOutboxCall(source);
+  if (!call) {
+    warnings.push(
+      `${rel(projectRoot, configFile)}: no \`export default defineOutbox({ ... })\` found in the source; receiver locations and handler checks skipped`,
+    );
+    return { locations, mismatches, warnings };
+  }
+  const configType = call.getType();
+  const eventsType = propertyType(configType, 'events', call);
+  const declarations = receiverDeclarations(call, warnings, projectRoot);
+  const stems = new Map(
+    eventNames(config.eventList.map((e) => e.name)).map((n) => [n.event, n.type]),
+  );
+
+  for (const r of config.receivers) {
+    const found = declarations.get(r.key);
+    if (!found) {
+      warnings.push(
+        `receivers["${r.key}"]: its declaration could not be followed in the source; it has no location in the catalogue and its handler is not type-checked`,
+      );
+      continue;
+    }
+    const location = locate(found.target, projectRoot);
+    locations.set(r.key, location);
+    // A transport object has no payload parameter to check; a function of one event does.
+    const handlerType = found.target.getType();
+    if (handlerType.getCallSignatures().length === 0) continue;
+    const tc = checker.compilerObject;
+    const payload = r.event
+      ? eventPayloadType(eventsType, r.event, call)?.compilerType
+      : tc.getUnknownType();
+    if (!payload) continue;
+    const accepted = acceptedPayload(handlerType, found.target);
+    if (!accepted || tc.isTypeAssignableTo(payload, accepted.compilerType)) continue;
+    const handlerText = typeText(tc, accepted.compilerType, found.target);
+    const payloadText = typeText(tc, payload, found.target);
+    const eventLabel = r.event ?? 'AnyEvent';
+    const what = found.property === 'deliver' ? 'transport function' : 'handler';
+    const generated = r.event ? stems.get(r.event) : undefined;
+    mismatches.push({
+      receiver: r.key,
+      event: eventLabel,
+      location,
+      handlerType: handlerText,
+      payloadType: payloadText,
+      message: [
+        `${location}: receivers["${r.key}"] listens to ${eventLabel}, but its ${what} ${describeTarget(found.target)} cannot take that payload`,
+        `  the ${what} takes a payload of type: ${handlerText}`,
+        r.event
+          ? `  ${eventLabel} decodes to:              ${payloadText}`
+          : '  a wildcard is handed every event, so its payload is: unknown',
+        r.event
+          ? `  Type the parameter as the generated ${generated}Event (OutboxEvent<${generated}Payload>), or make the receiver listen to the event the ${what} handles.`
+          : '  Type the parameter as OutboxEvent (payload unknown) and narrow on event.name.',
+      ].join('\n'),
+    });
+  }
+  return { locations, mismatches, warnings };
+}
+
+function createProject(configFile: string, projectRoot: string): Project {
+  const tsConfigFilePath = findTsconfig(dirname(configFile), projectRoot);
+  if (tsConfigFilePath) {
+    return new Project({ tsConfigFilePath, skipAddingFilesFromTsConfig: true });
+  }
+  return new Project({
+    compilerOptions: {
+      strict: true,
+      target: ScriptTarget.ES2022,
+      module: ModuleKind.NodeNext,
+      moduleResolution: ModuleResolutionKind.NodeNext,
+      skipLibCheck: true,
+      allowImportingTsExtensions: true,
+      noEmit: true,
+    },
+  });
+}
+
+function findTsconfig(from: string, root: string): string | undefined {
+  let dir = from;
+  for (;;) {
+    const candidate = join(dir, 'tsconfig.json');
+    if (existsSync(candidate)) return candidate;
+    const parent = dirname(dir);
+    if (parent === dir || relative(root, dir).startsWith('..') || dir === root) return undefined;
+    dir = parent;
+  }
+}
+
+/** The `defineOutbox(...)` call behind the default export, through variables. */
+function findDefineOutboxCall(source: SourceFile): CallExpression | undefined {
+  for (const assignment of source.getExportAssignments()) {
+    if (assignment.isExportEquals()) continue;
+    const call = resolveTo(assignment.getExpression(), Node.isCallExpression);
+    if (call) return call;
+  }
+  const symbol = source.getDefaultExportSymbol();
+  for (const declaration of symbol?.getDeclarations() ?? []) {
+    if (Node.isVariableDeclaration(declaration)) {
+      const init = declaration.getInitializer();
+      const call = init && resolveTo(init, Node.isCallExpression);
+      if (call) return call;
+    }
+  }
+  return undefined;
+}
+
+interface ReceiverDeclaration {
+  /** `handle` or `deliver`. */
+  readonly property: 'handle' | 'deliver';
+  /** The handler or transport expression. */
+  readonly target: Expression;
+}
+
+/** Walk `receivers: { ... }` (through spreads and variables) to each receiver's handler. */
+function receiverDeclarations(
+  call: CallExpression,
+  warnings: string[],
+  projectRoot: string,
+): Map<string, ReceiverDeclaration> {
+  const out = new Map<string, ReceiverDeclaration>();
+  const [arg] = call.getArguments();
+  const options = arg && resolveTo(arg, Node.isObjectLiteralExpression);
+  const receivers = options && objectProperty(options, 'receivers');
+  const literal = receivers && resolveTo(receivers, Node.isObjectLiteralExpression);
+  if (!literal) return out;
+  const visit = (object: ObjectLiteralExpression) => {
+    for (const property of object.getProperties()) {
+      if (Node.isSpreadAssignment(property)) {
+        const spread = resolveTo(property.getExpression(), Node.isObjectLiteralExpression);
+        if (spread) visit(spread);
+        else
+          warnings.push(
+            `${locate(property, projectRoot)}: a spread of receivers the source walk cannot follow`,
+          );
+        continue;
+      }
+      let name: string | undefined;
+      let value: Node | undefined;
+      if (Node.isPropertyAssignment(property)) {
+        name = propertyKey(property.getNameNode());
+        value = property.getInitializer();
+      } else if (Node.isShorthandPropertyAssignment(property)) {
+        name = property.getName();
+        value = property.getNameNode();
+      }
+      if (name === undefined || !value) continue;
+      const receiverCall = resolveTo(value, Node.isCallExpression);
+      const optionsArg = receiverCall?.getArguments()[1];
+      const optionsLiteral = optionsArg && resolveTo(optionsArg, Node.isObjectLiteralExpression);
+      if (!optionsLiteral) continue;
+      const keyNode = objectProperty(optionsLiteral, 'key');
+      const key = keyNode && Node.isStringLiteral(keyNode) ? keyNode.getLiteralValue() : name;
+      for (const prop of ['handle', 'deliver'] as const) {
+        const target = objectProperty(optionsLiteral, prop);
+        if (target) out.set(key, { property: prop, target });
+      }
+    }
+  };
+  visit(literal);
+  return out;
+}
+
+/** A property's value in an object literal (`handle: x` → `x`, shorthand `handle` → `handle`). */
+function objectProperty(object: ObjectLiteralExpression, name: string): Expression | undefined {
+  const property = object.getProperty(name);
+  if (!property) return undefined;
+  if (Node.isPropertyAssignment(property)) return property.getInitializer();
+  if (Node.isShorthandPropertyAssignment(property)) return property.getNameNode();
+  if (Node.isMethodDeclaration(property)) return property as unknown as Expression;
+  return undefined;
+}
+
+function propertyKey(node: Node): string | undefined {
+  if (Node.isIdentifier(node)) return node.getText();
+  if (Node.isStringLiteral(node) || Node.isNoSubstitutionTemplateLiteral(node))
+    return node.getLiteralValue();
+  if (Node.isNumericLiteral(node)) return node.getLiteralText();
+  if (Node.isComputedPropertyName(node)) {
+    const inner = node.getExpression();
+    if (Node.isStringLiteral(inner)) return inner.getLiteralValue();
+  }
+  return undefined;
+}
+
+/**
+ * Follow an expression to a node of the wanted kind: through parentheses, `as` and
+ * `satisfies`, and identifiers (also imported ones) to their variable's initializer.
+ */
+function resolveTo<T extends Node>(
+  start: Node,
+  is: (node: Node) => node is T,
+  depth = 0,
+): T | undefined {
+  if (depth > 20) return undefined;
+  let node = start;
+  while (
+    Node.isParenthesizedExpression(node) ||
+    Node.isAsExpression(node) ||
+    Node.isSatisfiesExpression(node) ||
+    Node.isNonNullExpression(node)
+  ) {
+    node = node.getExpression();
+  }
+  if (is(node)) return node;
+  if (Node.isIdentifier(node) || Node.isPropertyAccessExpression(node)) {
+    const declaration = declarationOf(node);
+    if (declaration && Node.isVariableDeclaration(declaration)) {
+      const init = declaration.getInitializer();
+      if (init) return resolveTo(init, is, depth + 1);
+    }
+  }
+  return undefined;
+}
+
+/** The declaration an identifier names, through imports and re-exports. */
+function declarationOf(node: Node): Node | undefined {
+  const symbol = node.getSymbol();
+  if (!symbol) return undefined;
+  const target = symbol.isAlias() ? (symbol.getAliasedSymbol() ?? symbol) : symbol;
+  return target.getDeclarations()[0] ?? target.getValueDeclaration();
+}
+
+/**
+ * Where a handler lives: the declaration an identifier names (a function in another file),
+ * or the expression itself (an inline arrow function, a `webhook({ ... })` call).
+ */
+function locate(expression: Node, projectRoot: string): string {
+  let node: Node = expression;
+  if (Node.isIdentifier(expression) || Node.isPropertyAccessExpression(expression)) {
+    const declaration = declarationOf(expression);
+    if (declaration && !declaration.getSourceFile().isInNodeModules()) node = declaration;
+  }
+  return `${rel(projectRoot, node.getSourceFile().getFilePath())}:${node.getStartLineNumber()}`;
+}
+
+function rel(root: string, file: string): string {
+  return relative(root, file).split(sep).join('/');
+}
+
+function propertyType(type: Type, name: string, at: Node): Type | undefined {
+  return type.getProperty(name)?.getTypeAtLocation(at);
+}
+
+/** `z.output` of an event's schema, read off `OutboxConfig<E>['events'][name]['schema']`. */
+function eventPayloadType(events: Type | undefined, name: string, at: Node): Type | undefined {
+  if (!events) return undefined;
+  const definition = propertyType(events, name, at);
+  const schema = definition && propertyType(definition, 'schema', at);
+  const internals = schema && propertyType(schema, '_zod', at);
+  return internals && propertyType(internals, 'output', at);
+}
+
+/** The payload type a handler's first parameter accepts, or undefined when it reads no payload. */
+function acceptedPayload(handler: Type, at: Node): Type | undefined {
+  const [signature] = handler.getCallSignatures();
+  const [parameter] = signature?.getParameters() ?? [];
+  if (!parameter) return undefined;
+  const parameterType = parameter.getTypeAtLocation(at);
+  if (parameterType.isAny() || parameterType.isUnknown()) return undefined;
+  return propertyType(parameterType, 'payload', at);
+}
+
+/** How an error names a handler: its identifier, or "(inline function)". */
+function describeTarget(target: Expression): string {
+  if (Node.isIdentifier(target) || Node.isPropertyAccessExpression(target)) return target.getText();
+  if (Node.isArrowFunction(target) || Node.isFunctionExpression(target)) return '(inline function)';
+  return '(expression)';
+}
+
+function typeText(checker: ts.TypeChecker, type: ts.Type, at: Node): string {
+  return checker.typeToString(
+    type,
+    at.compilerNode,
+    ts.TypeFormatFlags.NoTruncation | ts.TypeFormatFlags.UseAliasDefinedOutsideCurrentScope,
+  );
+}
