@@ -32,7 +32,8 @@ describe('npx outbox demo', () => {
   let stdout: () => string;
   let stderr: () => string;
   let db: Sequelize;
-  const select = <T>(sql: string) => db.query<T>(sql, { type: QueryTypes.SELECT });
+  const select = <T extends object = Record<string, unknown>>(sql: string): Promise<T[]> =>
+    db.query<T>(sql, { type: QueryTypes.SELECT });
 
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), 'outbox-demo-test-'));
