@@ -1,9 +1,11 @@
 import type { Sequelize } from 'sequelize';
+import { describe, inject } from 'vitest';
 import type { CreateOutboxOptions, Outbox, OutboxConfig, OutboxLogger } from '../../src/index.js';
 import { createOutbox, silentLogger } from '../../src/index.js';
 import { runtimeOf } from '../../src/runtime.js';
 import type { DeliveryRow } from '../../src/storage/store.js';
 import type { TestDatabase } from '../../testing/databases.js';
+import { DIALECTS, type DialectCase } from '../support/dialects.js';
 
 /** A fixed moment the tests' clocks start at: far from the real clock on purpose. */
 export const T0 = new Date('2031-03-01T12:00:00.000Z');
@@ -172,4 +174,14 @@ export async function capturingStatements(
     options.logging = previous;
   }
   return statements;
+}
+
+/**
+ * Declare a suite that only PostgreSQL can run (several real connections, SKIP LOCKED,
+ * LISTEN/NOTIFY, a cut connection). Skipped, like every PostgreSQL suite, only when the
+ * server is down and skipping is allowed.
+ */
+export function describePostgres(title: string, body: (dialect: DialectCase) => void): void {
+  const postgres = DIALECTS.find((d) => d.name === 'postgres')!;
+  describe.skipIf(!inject('pgAvailable'))(`${title} [postgres]`, () => body(postgres));
 }

@@ -1,0 +1,172 @@
+import { createServer, type Server, type Socket, connect as tcpConnect } from 'node:net';
+import { Sequelize } from 'sequelize';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { z } from 'zod';
+import { createOutbox, defineOutbox, event, receiver } from '../../src/index.js';
+import { postgresUrl, type TestDatabase } from '../../testing/databases.js';
+import {
+  captureLogger,
+  describePostgres,
+  freshPrefix,
+  openOutbox,
+  rowsOf,
+  shortSleep,
+  waitFor,
+} from './support.js';
+
+/**
+ * A TCP proxy in front of PostgreSQL that a test can cut and restore, so one Sequelize
+ * loses its database while the server itself (shared with other suites) stays up.
+ */
+async function cuttableProxy(target: URL) {
+  const sockets = new Set<Socket>();
+  let down = false;
+  const server: Server = createServer((client) => {
+    if (down) {
+      client.destroy();
+      return;
+    }
+    const upstream = tcpConnect(Number(target.port || 5432), target.hostname);
+    for (const [a, b] of [
+      [client, upstream],
+      [upstream, client],
+    ]) {
+      sockets.add(a);
+      a.on('error', () => b.destroy());
+      a.on('close', () => {
+        sockets.delete(a);
+        b.destroy();
+      });
+      a.pipe(b);
+    }
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const address = server.address();
+  if (address === null || typeof address === 'string') throw new Error('proxy has no port');
+  return {
+    port: address.port,
+    /** Drop every open connection, and refuse new ones until restored. */
+    cut() {
+      down = true;
+      for (const s of sockets) s.destroy();
+    },
+    restore() {
+      down = false;
+    },
+    async close() {
+      down = true;
+      for (const s of sockets) s.destroy();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}
+
+describePostgres('relay: surviving the database', (dialect) => {
+  let db: TestDatabase;
+  beforeAll(async () => {
+    db = await dialect.open();
+  });
+  afterAll(() => db.cleanup());
+
+  const Order = event({ schema: z.object({ n: z.number() }) });
+
+  it('the relay survives its database: a lost connection is logged, the claim backs off, and everything is delivered once it is back', async () => {
+    const proxy = await cuttableProxy(new URL(postgresUrl()));
+    const url = new URL(postgresUrl());
+    url.host = `127.0.0.1:${proxy.port}`;
+    const throughProxy = new Sequelize(url.toString(), {
+      logging: false,
+      pool: { max: 3, acquire: 5_000 },
+    });
+    const delivered = new Set<number>();
+    const config = defineOutbox({
+      events: { 'shop.Order': Order },
+      receivers: {
+        'shop.ship': receiver(Order, { handle: (e) => void delivered.add(e.payload.n) }),
+      },
+    });
+    const tablePrefix = freshPrefix();
+    // The application writes on its own connection, which the cut does not touch.
+    const app = await openOutbox(db, config, { tablePrefix });
+    const logger = captureLogger();
+    const relayOutbox = await openOutbox(db, config, {
+      tablePrefix,
+      sequelize: throughProxy,
+      schema: db.outboxOptions.schema,
+      logger,
+    });
+    const waits: number[] = [];
+    const stop = new AbortController();
+    const running = relayOutbox.runRelay({
+      signal: stop.signal,
+      pollIntervalMs: 20,
+      sleep: shortSleep(5, waits),
+    });
+    const claimFailures = () => logger.messages().filter((m) => m.startsWith('claim failed'));
+    try {
+      for (let n = 1; n <= 3; n++) await app.fire('shop.Order', { n });
+      const allSucceeded = async () =>
+        (await rowsOf(app, 'shop.ship')).every((r) => r.status === 'succeeded');
+      // Committed, not merely handled: the cut must find the relay between batches.
+      await waitFor(
+        async () => delivered.size === 3 && (await allSucceeded()),
+        'the first events to be delivered',
+      );
+
+      proxy.cut();
+      for (let n = 4; n <= 6; n++) await app.fire('shop.Order', { n });
+      await waitFor(() => claimFailures().length >= 5, 'the relay to fail five claims');
+      expect(delivered.size).toBe(3);
+
+      proxy.restore();
+      await waitFor(() => delivered.size === 6, 'every event to be delivered after the outage');
+    } finally {
+      stop.abort();
+      await running.catch(() => {});
+      await throughProxy.close().catch(() => {});
+      await proxy.close();
+    }
+
+    // Logged, and backed off: the waits after failed claims double from the poll interval.
+    expect(claimFailures().slice(0, 4)).toEqual([
+      'claim failed; retrying in 20 ms',
+      'claim failed; retrying in 40 ms',
+      'claim failed; retrying in 80 ms',
+      'claim failed; retrying in 160 ms',
+    ]);
+    expect(waits).toEqual(expect.arrayContaining([20, 40, 80, 160, 320]));
+    expect([...delivered].sort()).toEqual([1, 2, 3, 4, 5, 6]);
+    expect((await rowsOf(app, 'shop.ship')).map((r) => [r.status, r.attempts])).toEqual(
+      Array.from({ length: 6 }, () => ['succeeded', 1]),
+    );
+  });
+
+  it('the wait after failed claims doubles from the poll interval up to 15 seconds', async () => {
+    // A relay whose every claim fails: an outbox on a server that is not there.
+    const nowhere = new Sequelize('postgres://postgres@127.0.0.1:1/test', {
+      logging: false,
+      pool: { max: 1, acquire: 2_000 },
+    });
+    const config = defineOutbox({
+      events: { 'shop.Order': Order },
+      receivers: { 'shop.ship': receiver(Order, { handle: () => {} }) },
+    });
+    const logger = captureLogger();
+    const outbox = createOutbox(config, { sequelize: nowhere, wakeup: null, logger });
+    const waits: number[] = [];
+    try {
+      const report = await outbox.runRelay({
+        passes: 12,
+        pollIntervalMs: 1_000,
+        sleep: shortSleep(0, waits),
+      });
+      expect(report.succeeded).toBe(0);
+    } finally {
+      await nowhere.close().catch(() => {});
+    }
+    expect(waits).toEqual([
+      1_000, 2_000, 4_000, 8_000, 15_000, 15_000, 15_000, 15_000, 15_000, 15_000, 15_000, 15_000,
+    ]);
+    expect(logger.entries.every((e) => e.level === 'warn')).toBe(true);
+  });
+});
