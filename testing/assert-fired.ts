@@ -1,6 +1,14 @@
 import { decodeJson } from '../src/codec/json.js';
+import { closestName } from '../src/declare/config-path.js';
 import type { Outbox } from '../src/index.js';
 import { runtimeOf } from '../src/runtime.js';
+
+/** How many payloads a failed assertion shows, and how much of each. */
+const MAX_SHOWN = 5;
+const MAX_PAYLOAD_TEXT = 120;
+
+const truncate = (text: string) =>
+  text.length > MAX_PAYLOAD_TEXT ? `${text.slice(0, MAX_PAYLOAD_TEXT - 1)}…` : text;
 
 /** Thrown by {@link assertFired} when the log does not hold what the test expected. */
 export class OutboxAssertionError extends Error {
@@ -25,9 +33,23 @@ export async function assertFired<P = unknown>(
   name: string,
   options: { times?: number } = {},
 ): Promise<P[]> {
+  if (
+    options.times !== undefined &&
+    (!Number.isInteger(options.times) || (options.times as number) < 0)
+  ) {
+    throw new TypeError(`assertFired({ times }) must be an integer ≥ 0 (got ${options.times})`);
+  }
   const rt = runtimeOf(outbox);
   const route = rt.config.route(name);
-  if (!route) throw new OutboxAssertionError(`assertFired: "${name}" is not a declared event`);
+  if (!route) {
+    const hint = closestName(
+      name,
+      rt.config.eventList.map((e) => e.name),
+    );
+    throw new OutboxAssertionError(
+      `assertFired: "${name}" is not a declared event${hint ? ` — did you mean "${hint}"?` : ''}`,
+    );
+  }
   const rows = await rt.store.readEvents({ name });
   const payloads = rows.map((row) => {
     const parsed = route.event.schema.safeParse(decodeJson(row.payload));
@@ -40,10 +62,19 @@ export async function assertFired<P = unknown>(
   });
   if (options.times === undefined ? payloads.length === 0 : payloads.length !== options.times) {
     const fired = await rt.store.readEvents({});
-    const names = [...new Set(fired.map((e) => e.name))];
+    const counts = new Map<string, number>();
+    for (const e of fired) counts.set(e.name, (counts.get(e.name) ?? 0) + 1);
+    const holds = [...counts].map(([n, c]) => `${c} × ${n}`).join(', ');
+    // The decoded payloads, in the schema's key order (JSONB keeps its own order).
+    const shown = payloads.slice(0, MAX_SHOWN).map((p) => truncate(JSON.stringify(p)));
+    const found =
+      payloads.length === 0
+        ? 'found none'
+        : `found ${payloads.length}: ${shown.join(', ')}${rows.length > MAX_SHOWN ? ', …' : ''}`;
     throw new OutboxAssertionError(
-      `assertFired: expected ${options.times === undefined ? 'at least one' : options.times} ${name} event(s), found ${payloads.length}` +
-        (names.length ? `; the log holds: ${names.join(', ')}` : '; the log is empty'),
+      `assertFired: expected ${options.times === undefined ? 'at least one' : options.times} ${name} event(s), ${found}` +
+        (counts.size ? `; the log holds: ${holds}` : '; the log is empty') +
+        (payloads.length === 0 ? ' (a fire rolled back with its transaction leaves no event)' : ''),
     );
   }
   return payloads;
