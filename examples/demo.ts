@@ -107,9 +107,14 @@ export async function runDemo(options: DemoOptions = {}): Promise<number> {
     mailer: new Mailer((mail: Mail) => mail.to.endsWith('@slow-mail.example')),
     log: (line) => logLines.push(line),
   });
+  // The outbox's logger is silenced (the summary reports failed deliveries); anything
+  // else going wrong is collected here, printed, and fails the demo.
   const problems: string[] = [];
   shop.outbox.on('relay:error', ({ error, during }) => {
-    problems.push(`relay error during ${during}: ${(error as Error).message ?? error}`);
+    problems.push(`relay error during ${during}: ${String(error)}`);
+  });
+  shop.outbox.on('fire:onCommitFailed', ({ receiverKey, error }) => {
+    problems.push(`onCommit receiver ${receiverKey} failed: ${String(error)}`);
   });
 
   try {
@@ -117,7 +122,7 @@ export async function runDemo(options: DemoOptions = {}): Promise<number> {
     say(`database: ${databaseFile}`);
     say();
 
-    // 1-2. Tables: the outbox's (migrate) and the shop's own.
+    // 1. Tables: the outbox's (migrate) and the shop's own, and stock on the shelves.
     await shop.setUp({
       mug: 10_000,
       tee: 10_000,
@@ -127,7 +132,7 @@ export async function runDemo(options: DemoOptions = {}): Promise<number> {
     });
     say('1. migrate   outbox.migrate() created the outbox tables; the shop created its own');
 
-    // 3. The burst: every order commits with its event, or neither exists.
+    // 2. The burst: every order commits with its event, or neither exists.
     const fireStarted = performance.now();
     const orders = await placeOrders(shop);
     const fireMs = performance.now() - fireStarted;
@@ -139,7 +144,7 @@ export async function runDemo(options: DemoOptions = {}): Promise<number> {
     );
     say(`             ${orders.rolledBack.orderId} rolled back: ${orders.rolledBack.reason}`);
 
-    // 4. The relay, until nothing is owed.
+    // 3. The relay, until nothing is owed.
     say('3. relay     outbox.runRelay() delivers what the transactions recorded…');
     const relayStarted = performance.now();
     const relay = await relayUntilDone(shop, err);
