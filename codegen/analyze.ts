@@ -225,12 +225,31 @@ function receiverDeclarations(
       const key = keyNode && Node.isStringLiteral(keyNode) ? keyNode.getLiteralValue() : name;
       for (const prop of ['handle', 'deliver'] as const) {
         const target = objectProperty(optionsLiteral, prop);
-        if (target) out.set(key, { property: prop, target });
+        if (target) out.set(key, { property: prop, target: unwrapCasts(target) });
       }
     }
   };
   visit(literal);
   return out;
+}
+
+/**
+ * The expression under `as`, `satisfies`, `!` and parentheses. A cast makes the compiler
+ * stop checking a handler (`handle: charge as Handler`); codegen checks the function the
+ * cast hides, which is the one that will be called.
+ */
+function unwrapCasts(expression: Expression): Expression {
+  let node = expression;
+  while (
+    Node.isParenthesizedExpression(node) ||
+    Node.isAsExpression(node) ||
+    Node.isSatisfiesExpression(node) ||
+    Node.isNonNullExpression(node) ||
+    Node.isTypeAssertion(node)
+  ) {
+    node = node.getExpression();
+  }
+  return node;
 }
 
 /** A property's value in an object literal (`handle: x` → `x`, shorthand `handle` → `handle`). */

@@ -66,7 +66,7 @@ function objectParts(schema: z.ZodType, side: Side) {
     const optional = side === 'input' ? zi.optin !== undefined : zi.optout !== undefined;
     return {
       name,
-      type: typeText(optional ? unwrapOptional(child) : child, side),
+      type: typeText(optional ? unwrapOptional(child, side) : child, side),
       optional,
       description: z.globalRegistry.get(child)?.description,
     };
@@ -77,10 +77,17 @@ function objectParts(schema: z.ZodType, side: Side) {
   return { properties, index };
 }
 
-/** `z.string().optional()` as a property: its `?:` says optional, so the type is the inner one. */
-function unwrapOptional(schema: z.ZodType): z.ZodType {
+/**
+ * `z.string().optional()` as a property (and, on the input side, `.default(x)`): its `?:`
+ * already says the value may be left out, so the type is the inner one.
+ */
+function unwrapOptional(schema: z.ZodType, side: Side): z.ZodType {
   const def = internals(schema).def;
-  return def.type === 'optional' ? (def.innerType as z.ZodType) : schema;
+  if (def.type === 'optional') return def.innerType as z.ZodType;
+  if (side === 'input' && (def.type === 'default' || def.type === 'prefault')) {
+    return def.innerType as z.ZodType;
+  }
+  return schema;
 }
 
 function typeText(schema: z.ZodType, side: Side): string {
