@@ -5,7 +5,7 @@ import { runCli } from './support/cli.js';
 
 describe('outbox demo', () => {
   it('runs the shop from nothing, exits 0 and deletes its database', async () => {
-    const result = await runCli(['demo'], { timeoutMs: 60_000 });
+    const result = await runCli(['demo'], { timeoutMs: 80_000 });
     expect(result.code).toBe(0);
     expect(result.stdout).toContain('none delivered: no order row, no event, no payment, no mail');
     expect(result.stdout).toMatch(/dead +1 {2}dead letters/);
@@ -15,5 +15,5 @@ describe('outbox demo', () => {
     // stderr is a pipe here, not a terminal: progress comes as plain lines, never redrawn.
     expect(result.stderr).not.toContain('\r');
     expect(result.stderr.trimEnd().split('\n').at(-1)).toMatch(/^ {3}relay: 793 delivered · /);
-  });
+  }, 90_000);
 });

@@ -83,5 +83,5 @@ describeEachDialect('outbox relay', (dialect) => {
     }
     expect(receivedNumbers(received)).toEqual([...Array(30).keys()]);
     expect(await outbox.countDeliveries()).toMatchObject({ succeeded: 30, pending: 0, claimed: 0 });
-  });
+  }, 60_000);
 });
