@@ -53,6 +53,13 @@ export {
   ValidationError,
 } from './errors/index.js';
 export type { FiredEvent, FireMessage, FireOptions } from './fire/fire.js';
+export type {
+  Catalogue,
+  CatalogueEvent,
+  CatalogueField,
+  CatalogueReceiver,
+} from './introspect/index.js';
+export { buildCatalogue, listensFor, whatListensTo } from './introspect/index.js';
 export type { OutboxEventMap, OutboxLogger } from './observe/index.js';
 export { consoleLogger, silentLogger } from './observe/index.js';
 export type { CreateOutboxOptions, Outbox, TypedFireMessage } from './outbox.js';

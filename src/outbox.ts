@@ -1,10 +1,15 @@
 import type { Sequelize, Transaction } from 'sequelize';
 import type { z } from 'zod';
-import { isOutboxConfig, type OutboxConfig } from './declare/define-outbox.js';
+import {
+  isOutboxConfig,
+  type OutboxConfig,
+  type ResolvedReceiver,
+} from './declare/define-outbox.js';
 import type { EventDefinition } from './declare/event.js';
-import type { DeliveryStatus } from './declare/types.js';
+import type { AnyEvent, DeliveryStatus } from './declare/types.js';
 import { ConfigurationError } from './errors/outbox-error.js';
 import { type FiredEvent, type FireMessage, type FireOptions, fireEvents } from './fire/fire.js';
+import { buildCatalogue, type Catalogue, listensFor, whatListensTo } from './introspect/index.js';
 import { type OutboxEventMap, SafeEmitter } from './observe/events.js';
 import { consoleLogger, type OutboxLogger } from './observe/logger.js';
 import { newProcessId } from './relay/claim-token.js';
@@ -103,6 +108,19 @@ export interface Outbox<C extends OutboxConfig = OutboxConfig> {
   deliverPending(options?: DeliverPendingOptions): Promise<Record<DeliveryStatus, number>>;
   /** Count delivery rows by status: a quick look at the backlog. */
   countDeliveries(): Promise<Record<DeliveryStatus, number>>;
+  /**
+   * Describe every declared event, its payload shape and its receivers: plain data,
+   * sorted by name throughout, built from the declarations so it cannot drift.
+   * `npx outbox codegen` writes it to `catalogue/catalogue.json` for CI to diff.
+   */
+  catalogue(): Catalogue;
+  /**
+   * Every receiver declared for one event, sorted by key, without the wildcards; pass
+   * `AnyEvent` for exactly the wildcards.
+   */
+  whatListensTo(event: EventName<C> | EventDefinition | AnyEvent): ResolvedReceiver[];
+  /** The event one receiver is declared for; undefined for an unknown key or a wildcard. */
+  listensFor(receiverKey: string): string | undefined;
   /** Observe the relay (`relay:delivered`, `relay:deadLettered`, …); returns an unsubscribe. */
   on<K extends keyof OutboxEventMap>(
     name: K,
@@ -202,6 +220,9 @@ export function createOutbox<C extends OutboxConfig>(
     runRelay: (relayOptions) => runRelay(runtime, relayOptions),
     deliverPending: (pendingOptions) => deliverPending(runtime, pendingOptions),
     countDeliveries: () => store.countDeliveries(),
+    catalogue: () => buildCatalogue(config),
+    whatListensTo: (event) => whatListensTo(config, event),
+    listensFor: (key) => listensFor(config, key),
     on: (name, listener) => events.on(name, listener),
     close: async () => {
       const closing: Promise<unknown>[] = [];

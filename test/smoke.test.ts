@@ -47,4 +47,15 @@ describeEachDialect('smoke', (dialect) => {
     expect(payloads[0]).toMatchObject({ orderId: 'o1' });
     await outbox.close();
   });
+
+  it('describes itself: catalogue, whatListensTo, listensFor', () => {
+    const outbox = createOutbox(config, db.outboxOptions);
+    expect(outbox.catalogue().events.map((e) => e.name)).toEqual(['shop.OrderPlaced']);
+    expect(outbox.whatListensTo('shop.OrderPlaced').map((r) => r.key)).toEqual([
+      'bus.forward',
+      'mail.confirm',
+    ]);
+    expect(outbox.listensFor('mail.confirm')).toBe('shop.OrderPlaced');
+    expect(outbox.listensFor('nobody')).toBeUndefined();
+  });
 });
