@@ -5,6 +5,13 @@ import { PassThrough } from 'node:stream';
 import { QueryTypes, Sequelize } from 'sequelize';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type DemoSummary, runDemo } from '../examples/demo.js';
+import { createShop, type Shop } from '../examples/shop/app.js';
+import { OutOfStock } from '../examples/shop/receivers.js';
+import { Mailer } from '../examples/shop/services.js';
+import { silentLogger } from '../src/index.js';
+import { postgresUrl, type TestDatabase } from '../testing/databases.js';
+import { assertFired, drainOutbox } from '../testing/index.js';
+import { describeEachDialect } from './support/dialects.js';
 
 /**
  * The demo's script, restated: orders 1..200; order 77 wants more signed prints than the
@@ -191,3 +198,112 @@ describe('npx outbox demo', () => {
 function orderId(n: number): string {
   return `order-${String(n).padStart(4, '0')}`;
 }
+
+/**
+ * The shop's receivers one order at a time, the way the README's testing section says:
+ * fire through the app, `drainOutbox` through the relay's own path, read the outcome.
+ * On PostgreSQL too: `reserveStock` takes a row lock there (SELECT … FOR UPDATE).
+ */
+describeEachDialect('the shop example, tested with drainOutbox and assertFired', (dialect) => {
+  let db: TestDatabase;
+  let sequelize: Sequelize;
+  let shop: Shop;
+
+  beforeAll(async () => {
+    db = await dialect.open();
+    // The shop's tables and the outbox's go in the test's own schema on PostgreSQL.
+    sequelize =
+      dialect.name === 'postgres'
+        ? new Sequelize(postgresUrl(), {
+            logging: false,
+            dialectOptions: { options: `-c search_path=${db.outboxOptions.schema}` },
+          })
+        : db.sequelize;
+    shop = createShop(sequelize, {
+      outbox: { logger: silentLogger },
+      mailer: new Mailer((mail) => mail.to.endsWith('@slow-mail.example')),
+      log: () => {},
+    });
+    await shop.setUp({ mug: 100, 'signed-print': 1, 'grand-piano': 1 });
+  });
+  afterAll(async () => {
+    await shop?.close();
+    if (sequelize !== db.sequelize) await sequelize.close();
+    await db.cleanup();
+  });
+
+  const stockOf = async (sku: string) =>
+    (await shop.models.StockItem.findByPk(sku, { rejectOnEmpty: true })).quantity;
+
+  it('a placed order is paid, announced and mailed, each exactly once', async () => {
+    await shop.placeOrder({
+      id: 'o-paid',
+      customerEmail: 'ann@mail.example',
+      items: [{ sku: 'mug', quantity: 2 }],
+    });
+    expect(await stockOf('mug')).toBe(98); // reserved inline, in the order's transaction
+    const counts = await drainOutbox(shop.outbox);
+    // payments.capture + mail + analytics for OrderPlaced and for PaymentCaptured
+    expect(counts).toMatchObject({ succeeded: 4, failed: 0, dead: 0 });
+    const captured = await assertFired(shop.outbox, 'payments.PaymentCaptured', { times: 1 });
+    expect(captured).toEqual([{ orderId: 'o-paid', amountCents: 2_400, provider: 'fakepay' }]);
+    expect((await shop.models.Order.findByPk('o-paid'))?.status).toBe('paid');
+    expect(await shop.models.Payment.count({ where: { orderId: 'o-paid' } })).toBe(1);
+    expect(await shop.models.SentMail.count({ where: { orderId: 'o-paid' } })).toBe(1);
+    expect(await drainOutbox(shop.outbox)).toMatchObject({ succeeded: 0 });
+  });
+
+  it('a mail the server refuses once is retried, and sent once', async () => {
+    await shop.placeOrder({
+      id: 'o-slow',
+      customerEmail: 'bob@slow-mail.example',
+      items: [{ sku: 'mug', quantity: 1 }],
+    });
+    const counts = await drainOutbox(shop.outbox);
+    expect(counts).toMatchObject({ succeeded: 4, failed: 1, dead: 0 });
+    expect(shop.mailer.sent.filter((m) => m.to === 'bob@slow-mail.example')).toHaveLength(1);
+    expect(await shop.models.SentMail.count({ where: { orderId: 'o-slow' } })).toBe(1);
+  });
+
+  it('a declined card is a dead letter after one attempt, and nothing is announced', async () => {
+    await shop.placeOrder({
+      id: 'o-piano',
+      customerEmail: 'cy@mail.example',
+      items: [{ sku: 'grand-piano', quantity: 1 }],
+    });
+    const counts = await drainOutbox(shop.outbox);
+    expect(counts).toMatchObject({ succeeded: 1, dead: 1 }); // analytics got OrderPlaced
+    await assertFired(shop.outbox, 'payments.PaymentCaptured', { times: 2 }); // the two above
+    expect(await shop.models.Payment.count({ where: { orderId: 'o-piano' } })).toBe(0);
+    expect((await shop.models.Order.findByPk('o-piano'))?.status).toBe('placed');
+  });
+
+  it('an order the shelf cannot fill rolls back with its event', async () => {
+    const before = (await assertFired(shop.outbox, 'shop.OrderPlaced')).length;
+    await expect(
+      shop.placeOrder({
+        id: 'o-short',
+        customerEmail: 'di@mail.example',
+        items: [{ sku: 'signed-print', quantity: 2 }],
+      }),
+    ).rejects.toBeInstanceOf(OutOfStock);
+    expect(await assertFired(shop.outbox, 'shop.OrderPlaced')).toHaveLength(before);
+    expect(await shop.models.Order.findByPk('o-short')).toBeNull();
+    expect(await stockOf('signed-print')).toBe(1);
+    expect(await drainOutbox(shop.outbox)).toMatchObject({ succeeded: 0, dead: 0 });
+  });
+
+  it('a cancelled order is not charged and its stock comes back, once per double click', async () => {
+    await shop.placeOrder({
+      id: 'o-cancel',
+      customerEmail: 'ed@mail.example',
+      items: [{ sku: 'mug', quantity: 5 }],
+    });
+    const stock = await stockOf('mug');
+    expect(await shop.cancelOrder('o-cancel', 'changed my mind')).toBe(true);
+    expect(await shop.cancelOrder('o-cancel', 'changed my mind')).toBe(false);
+    await drainOutbox(shop.outbox);
+    expect(await stockOf('mug')).toBe(stock + 5);
+    expect(await shop.models.Payment.count({ where: { orderId: 'o-cancel' } })).toBe(0);
+  });
+});
