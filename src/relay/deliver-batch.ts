@@ -27,6 +27,8 @@ export interface BatchOptions {
   readonly signal?: AbortSignal;
   /** The lease the claim stamped, in seconds; renewed three times per lease while working. */
   readonly leaseSeconds: number;
+  /** How to wait between attempts to record the outcomes. @defaultValue a real timer */
+  readonly sleep?: (ms: number) => Promise<void>;
 }
 
 class LostClaim extends Error {}
@@ -257,7 +259,7 @@ export async function deliverBatch(
 
   // Record every outcome in one statement. Recorded even when the relay is stopping.
   for (const o of outcomes) settled.add(o.id);
-  if (outcomes.length > 0) await recordWithRetry(rt, outcomes, token);
+  if (outcomes.length > 0) await recordWithRetry(rt, outcomes, token, options.sleep);
   for (const o of outcomes) count(o.status);
   if (unstarted.length > 0) {
     await rt.store
@@ -355,6 +357,7 @@ async function recordWithRetry(
   rt: Runtime,
   outcomes: readonly Outcome[],
   token: ClaimToken,
+  sleep: (ms: number) => Promise<void> = (ms) => new Promise((resolve) => setTimeout(resolve, ms)),
 ): Promise<void> {
   for (let attempt = 1; ; attempt++) {
     try {
@@ -369,7 +372,7 @@ async function recordWithRetry(
         );
         return;
       }
-      await new Promise((resolve) => setTimeout(resolve, 100 * 2 ** attempt));
+      await sleep(100 * 2 ** attempt);
     }
   }
 }

@@ -54,6 +54,9 @@ export interface RunRelayOptions {
 /** What a relay did, by delivery status, when it returns. */
 export type RelayReport = Record<DeliveryStatus, number> & { passes: number; handedBack: number };
 
+/** A signal that never aborts. */
+const NEVER = new AbortController().signal;
+
 /** The longest wait after consecutive failed claims, doubling from the poll interval. */
 const MAX_ERROR_BACKOFF_MS = 15_000;
 let relayCounter = 0;
@@ -212,11 +215,34 @@ export async function runRelay(rt: Runtime, options: RunRelayOptions = {}): Prom
         }
         continue;
       }
-      const batch = await deliverBatch(rt, rows, token, {
-        concurrency,
-        signal: stop.signal,
-        leaseSeconds,
-      });
+      let batch: Awaited<ReturnType<typeof deliverBatch>>;
+      try {
+        batch = await deliverBatch(rt, rows, token, {
+          concurrency,
+          signal: stop.signal,
+          leaseSeconds,
+          // Record retries wait on the relay's sleep, but are not cut short by a stop:
+          // the record is written even when the relay is stopping.
+          sleep: (ms) => sleep(ms, NEVER),
+        });
+      } catch (error) {
+        // A fault of our own (a receiver's failure is an outcome, never a throw). The loop
+        // goes on; whatever the batch left claimed is handed back at once rather than
+        // when its lease lapses (the compare-and-set leaves settled rows alone).
+        rt.logger.error('delivering a batch failed; its unsettled rows are handed back', {
+          error: (error as Error)?.message ?? String(error),
+        });
+        await rt.store
+          .release(
+            rows.map((r) => r.id),
+            token,
+            rt.clock(),
+          )
+          .catch(() => {});
+        await sleep(errorBackoffMs, stop.signal);
+        errorBackoffMs = Math.min(errorBackoffMs * 2, MAX_ERROR_BACKOFF_MS);
+        continue;
+      }
       for (const [status, n] of Object.entries(batch.counts))
         report[status as DeliveryStatus] += n ?? 0;
       report.handedBack += batch.handedBack;

@@ -8,6 +8,7 @@ import {
   captureLogger,
   describePostgres,
   freshPrefix,
+  gate,
   openOutbox,
   rowsOf,
   shortSleep,
@@ -139,6 +140,62 @@ describePostgres('relay: surviving the database', (dialect) => {
     expect((await rowsOf(app, 'shop.ship')).map((r) => [r.status, r.attempts])).toEqual(
       Array.from({ length: 6 }, () => ['succeeded', 1]),
     );
+  });
+
+  it('outcomes the database refused while it was away are recorded once it is back', async () => {
+    const proxy = await cuttableProxy(new URL(postgresUrl()));
+    const url = new URL(postgresUrl());
+    url.host = `127.0.0.1:${proxy.port}`;
+    const throughProxy = new Sequelize(url.toString(), {
+      logging: false,
+      pool: { max: 3, acquire: 5_000 },
+    });
+    const sent = gate();
+    const proceed = gate();
+    const config = defineOutbox({
+      events: { 'shop.Order': Order },
+      receivers: {
+        // A transport: it sends outside the database, so the send itself survives the cut.
+        'shop.bus': receiver(Order, {
+          deliver: async () => {
+            sent.open();
+            await proceed.promise;
+          },
+        }),
+      },
+    });
+    const tablePrefix = freshPrefix();
+    const app = await openOutbox(db, config, { tablePrefix });
+    const logger = captureLogger();
+    const relayOutbox = await openOutbox(db, config, {
+      tablePrefix,
+      sequelize: throughProxy,
+      schema: db.outboxOptions.schema,
+      logger,
+    });
+    await app.fire('shop.Order', { n: 1 });
+    const waits: number[] = [];
+    try {
+      const running = relayOutbox.runRelay({
+        passes: 1,
+        // The relay's sleep also paces the record's retries: the database returns during the first.
+        sleep: async (ms) => {
+          waits.push(ms);
+          proxy.restore();
+        },
+      });
+      await sent.promise;
+      proxy.cut();
+      proceed.open();
+      const report = await running;
+      expect(report.succeeded).toBe(1);
+    } finally {
+      await throughProxy.close().catch(() => {});
+      await proxy.close();
+    }
+    expect(waits).toEqual([200]);
+    expect(logger.messages('error')).toEqual([]);
+    expect((await rowsOf(app, 'shop.bus'))[0]).toMatchObject({ status: 'succeeded', attempts: 1 });
   });
 
   it('the wait after failed claims doubles from the poll interval up to 15 seconds', async () => {

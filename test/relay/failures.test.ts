@@ -197,6 +197,37 @@ describeEachDialect('relay: failures, dead letters and receiver signals', (diale
     expect(started.getTime()).toBeLessThan(until.getTime());
   });
 
+  it('the relay survives a fault of its own while delivering a batch: it logs it, hands the batch back and goes on', async () => {
+    const { config } = single(() => {
+      throw new Error('receiver failed');
+    });
+    const clock = testClock();
+    const logger = captureLogger();
+    let faults = 1;
+    const outbox = await openOutbox(db, config, {
+      clock: clock.now,
+      logger,
+      // The first draw fails: a fault in the relay's own bookkeeping, not the receiver's.
+      jitter: () => {
+        if (faults-- > 0) throw new Error('entropy ran out');
+        return 0.5;
+      },
+    });
+    await outbox.fire('pay.Charge', { n: 1 });
+    const report = await outbox.runRelay({ passes: 2, sleep: shortSleep() });
+    expect(report.failed).toBe(1);
+    expect(logger.messages('error')).toContain(
+      'delivering a batch failed; its unsettled rows are handed back',
+    );
+    // Handed back at once (not after the lease), retried on the next pass, recorded then.
+    expect((await rowsOf(outbox, 'pay.gateway'))[0]).toMatchObject({
+      status: 'failed',
+      attempts: 1,
+      lastError: 'Error: receiver failed',
+      availableAt: new Date(T0.getTime() + 5_000),
+    });
+  });
+
   it('an event whose stored payload no longer decodes is an ordinary, counted failure', async () => {
     const seen: unknown[] = [];
     const Old = event({ schema: z.object({ n: z.number() }) });

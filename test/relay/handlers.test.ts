@@ -134,6 +134,29 @@ describeEachDialect('relay: durable handlers', (dialect) => {
     expect(labels).toEqual([{ event_id: fired.id, label: 'o1#2' }]);
   });
 
+  it(`handlers run up to the relay's concurrency at a time${dialect.name === 'sqlite' ? ' (one at a time on SQLite, which has one writer)' : ''}`, async () => {
+    let inFlight = 0;
+    let most = 0;
+    const config = defineOutbox({
+      events: { 'shop.OrderPlaced': OrderPlaced },
+      receivers: {
+        'billing.record': receiver(OrderPlaced, {
+          handle: async () => {
+            inFlight += 1;
+            most = Math.max(most, inFlight);
+            await new Promise((resolve) => setTimeout(resolve, 20));
+            inFlight -= 1;
+          },
+        }),
+      },
+    });
+    const outbox = await openOutbox(db, config, { clock: testClock().now });
+    for (let i = 0; i < 9; i++) await outbox.fire('shop.OrderPlaced', { orderId: `o${i}` });
+    const report = await outbox.runRelay({ passes: 1, concurrency: 3, sleep: shortSleep() });
+    expect(report.succeeded).toBe(9);
+    expect(most).toBe(dialect.name === 'sqlite' ? 1 : 3);
+  });
+
   it('a handler receives the decoded event and its delivery context', async () => {
     const seen: unknown[] = [];
     const Shipped = event({
