@@ -77,8 +77,18 @@ export function analyzeConfig(
     );
     return { locations, mismatches, warnings };
   }
-  const configType = call.getType();
-  const eventsType = propertyType(configType, 'events', call);
+  // Each event's definition expression, read from the `events` literal: asking for the
+  // whole defineOutbox(...) call's type would make the checker check every receiver call
+  // in it too, which is most of the time on a large config.
+  const definitions = eventDefinitions(call);
+  let eventsType: Type | undefined;
+  const payloadOf = (name: string): Type | undefined => {
+    const definition = definitions.get(name);
+    if (definition) return definitionPayloadType(definition.getType(), definition);
+    eventsType ??= propertyType(call.getType(), 'events', call);
+    const fromCall = eventsType && propertyType(eventsType, name, call);
+    return fromCall && definitionPayloadType(fromCall, call);
+  };
   const declarations = receiverDeclarations(call, warnings, projectRoot);
   const stems = new Map(
     eventNames(config.eventList.map((e) => e.name)).map((n) => [n.event, n.type]),
@@ -95,12 +105,16 @@ export function analyzeConfig(
     const location = locate(found.target, projectRoot);
     locations.set(r.key, location);
     // A transport object has no payload parameter to check; a function of one event does.
-    const handlerType = found.target.getType();
+    // The declaration's own type where there is one: asking at the use site would make the
+    // checker resolve the receiver(...) call around it, for nothing.
+    const declared =
+      Node.isIdentifier(found.target) || Node.isPropertyAccessExpression(found.target)
+        ? declarationOf(found.target)
+        : undefined;
+    const handlerType = (declared ?? found.target).getType();
     if (handlerType.getCallSignatures().length === 0) continue;
     const tc = checker.compilerObject;
-    const payload = r.event
-      ? eventPayloadType(eventsType, r.event, call)?.compilerType
-      : tc.getUnknownType();
+    const payload = r.event ? payloadOf(r.event)?.compilerType : tc.getUnknownType();
     if (!payload) continue;
     const accepted = acceptedPayload(handlerType, found.target);
     if (!accepted || tc.isTypeAssignableTo(payload, accepted.compilerType)) continue;
@@ -333,13 +347,36 @@ function propertyType(type: Type, name: string, at: Node): Type | undefined {
   return type.getProperty(name)?.getTypeAtLocation(at);
 }
 
-/** `z.output` of an event's schema, read off `OutboxConfig<E>['events'][name]['schema']`. */
-function eventPayloadType(events: Type | undefined, name: string, at: Node): Type | undefined {
-  if (!events) return undefined;
-  const definition = propertyType(events, name, at);
-  const schema = definition && propertyType(definition, 'schema', at);
+/** `z.output` of an event definition's schema: `definition.schema._zod.output`. */
+function definitionPayloadType(definition: Type, at: Node): Type | undefined {
+  const schema = propertyType(definition, 'schema', at);
   const internals = schema && propertyType(schema, '_zod', at);
   return internals && propertyType(internals, 'output', at);
+}
+
+/** The definition expression of each event in `events: { ... }`, through spreads and variables. */
+function eventDefinitions(call: CallExpression): Map<string, Expression> {
+  const out = new Map<string, Expression>();
+  const [arg] = call.getArguments();
+  const options = arg && resolveTo(arg, Node.isObjectLiteralExpression);
+  const events = options && objectProperty(options, 'events');
+  const literal = events && resolveTo(events, Node.isObjectLiteralExpression);
+  const visit = (object: ObjectLiteralExpression) => {
+    for (const property of object.getProperties()) {
+      if (Node.isSpreadAssignment(property)) {
+        const spread = resolveTo(property.getExpression(), Node.isObjectLiteralExpression);
+        if (spread) visit(spread);
+      } else if (Node.isPropertyAssignment(property)) {
+        const name = propertyKey(property.getNameNode());
+        const value = property.getInitializer();
+        if (name !== undefined && value) out.set(name, value);
+      } else if (Node.isShorthandPropertyAssignment(property)) {
+        out.set(property.getName(), property.getNameNode());
+      }
+    }
+  };
+  if (literal) visit(literal);
+  return out;
 }
 
 /** The payload type a handler's first parameter accepts, or undefined when it reads no payload. */
