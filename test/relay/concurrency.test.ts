@@ -10,6 +10,7 @@ import {
   receivedIds,
   rowsOf,
   shortSleep,
+  tableName,
   waitFor,
 } from './support.js';
 
@@ -95,6 +96,84 @@ describeEachDialect('relay: several relays', (dialect) => {
         `SELECT label, count(*)::int AS n FROM ${table} GROUP BY label ORDER BY label`,
       )) as [{ label: string; n: number }[], unknown];
       expect(labels.map((l) => l.n)).toEqual(byRelay);
+    });
+  }
+
+  if (dialect.name === 'postgres') {
+    it("several relays keep each ordering key's events in sequence order", async () => {
+      const table = tableName(db, 'received_keys');
+      // seq is drawn when the handler's insert runs, so it orders the deliveries.
+      await db.sequelize.query(
+        `CREATE TABLE ${table} (seq bigserial PRIMARY KEY, event_id varchar(64) UNIQUE, k varchar(16), n int)`,
+      );
+      const KEYS = 6;
+      const PER_KEY = 12;
+      const prefix = freshPrefix();
+      const relays: Outbox[] = [];
+      for (let i = 0; i < 3; i++) {
+        const sequelize = i === 0 ? db.sequelize : db.connectAgain();
+        const config = defineOutbox({
+          events: { 'inv.Item': Item },
+          receivers: {
+            'inv.ledger': receiver(Item, {
+              handle: async (e, ctx) => {
+                await sequelize.query(`INSERT INTO ${table} (event_id, k, n) VALUES ($1, $2, $3)`, {
+                  bind: [e.id, e.orderingKey, e.payload.n],
+                  transaction: ctx.transaction,
+                });
+                await new Promise((resolve) => setTimeout(resolve, Math.random() * 3));
+              },
+            }),
+          },
+        });
+        relays.push(
+          await openOutbox(db, config, {
+            sequelize,
+            schema: db.outboxOptions.schema,
+            tablePrefix: prefix,
+          }),
+        );
+      }
+      // Interleaved keys: n counts up within each key.
+      await relays[0].fireMany(
+        Array.from({ length: KEYS * PER_KEY }, (_, i) => ({
+          name: 'inv.Item' as const,
+          payload: { n: Math.floor(i / KEYS) },
+          orderingKey: `k${i % KEYS}`,
+        })),
+      );
+      const stop = new AbortController();
+      const running = relays.map((outbox, i) =>
+        outbox.runRelay({
+          workerId: `keyed-${i}`,
+          signal: stop.signal,
+          batchSize: 4,
+          concurrency: 4,
+          sleep: shortSleep(2),
+        }),
+      );
+      try {
+        await waitFor(async () => {
+          const [rows] = (await db.sequelize.query(`SELECT count(*)::int AS n FROM ${table}`)) as [
+            { n: number }[],
+            unknown,
+          ];
+          return rows[0].n === KEYS * PER_KEY;
+        }, 'every keyed event to be delivered');
+      } finally {
+        stop.abort();
+      }
+      const reports = await Promise.all(running);
+      expect(reports.filter((r) => r.succeeded > 0).length).toBeGreaterThan(1);
+      const [rows] = (await db.sequelize.query(`SELECT k, n FROM ${table} ORDER BY seq`)) as [
+        { k: string; n: number }[],
+        unknown,
+      ];
+      for (let k = 0; k < KEYS; k++) {
+        expect(rows.filter((r) => r.k === `k${k}`).map((r) => r.n)).toEqual(
+          Array.from({ length: PER_KEY }, (_, n) => n),
+        );
+      }
     });
   }
 

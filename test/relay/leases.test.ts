@@ -199,6 +199,31 @@ describeEachDialect('relay: leases and compare-and-set', (dialect) => {
     expect(await a.rt.store.release([a.rows[0].id], a.token, T0)).toBe(0);
   });
 
+  it("a claim's lease covers the longest lease a receiver declares", async () => {
+    const leases: (Date | null)[] = [];
+    const config = defineOutbox({
+      events: { 'jobs.Job': Job },
+      receivers: {
+        'jobs.report': receiver(Job, {
+          leaseSeconds: 600,
+          handle: async (_e, ctx) => {
+            const rows = await runtimeOf(outbox).store.readDeliveries({});
+            leases.push(rows.find((r) => r.id === ctx.deliveryId)!.leaseUntil);
+          },
+        }),
+      },
+      settings: { leaseSeconds: 60 },
+    });
+    const outbox = await openOutbox(db, config, { clock: testClock().now });
+    await outbox.fire('jobs.Job', { n: 1 });
+    await outbox.runRelay({ passes: 1, sleep: shortSleep() });
+    expect(leases).toEqual([after(600_000)]);
+    expect((await rowsOf(outbox, 'jobs.report'))[0]).toMatchObject({
+      status: 'succeeded',
+      leaseUntil: null,
+    });
+  });
+
   if (dialect.name === 'postgres') {
     it("a worker whose lease lapsed while its handler ran loses the row, and the handler's writes roll back", async () => {
       const { outbox, worker, logged, tablePrefix } = await setup();
