@@ -259,8 +259,24 @@ export async function deliverBatch(
 
   // Record every outcome in one statement. Recorded even when the relay is stopping.
   for (const o of outcomes) settled.add(o.id);
-  if (outcomes.length > 0) await recordWithRetry(rt, outcomes, token, options.sleep);
-  for (const o of outcomes) count(o.status);
+  const written =
+    outcomes.length > 0 ? await recordWithRetry(rt, outcomes, token, options.sleep) : 0;
+  // Only a verdict that was written is reported: a worker whose claim was lost (its lease
+  // lapsed and another worker took the rows) must not tell observers, onFailure hooks or
+  // its report about outcomes the compare-and-set refused. The rows of one batch share
+  // one claim and one lease, so they are lost together; when only some are (a mixed
+  // count), which ones cannot be told apart and all are reported.
+  let recorded: readonly Outcome[] = outcomes;
+  if (written === 'unrecorded') {
+    recorded = [];
+  } else if (written < outcomes.length) {
+    lost += outcomes.length - written;
+    rt.logger.warn(
+      `${outcomes.length - written} of ${outcomes.length} outcomes were not recorded: their claim was lost to another worker (the lease lapsed)`,
+    );
+    if (written === 0) recorded = [];
+  }
+  for (const o of recorded) count(o.status);
   if (unstarted.length > 0) {
     await rt.store
       .release(
@@ -277,7 +293,7 @@ export async function deliverBatch(
   }
 
   const byId = new Map(rows.map((r) => [r.id, r]));
-  for (const o of outcomes) {
+  for (const o of recorded) {
     const row = byId.get(o.id)!;
     if (o.status === 'succeeded') {
       rt.events.emit('relay:delivered', {
@@ -323,8 +339,9 @@ export async function deliverBatch(
       });
     }
   }
+  const reported = new Set(recorded);
   for (const { outcome, row, receiver } of failures) {
-    if (!receiver.onFailure) continue;
+    if (!receiver.onFailure || !reported.has(outcome)) continue;
     try {
       await receiver.onFailure({
         receiverKey: receiver.key,
@@ -352,17 +369,17 @@ export async function deliverBatch(
 /**
  * Record outcomes, retrying a failed write a few times: losing the record only means the
  * rows are delivered again when their lease lapses (at least once), but it is worth a try.
+ * Returns how many rows the compare-and-set changed, or `'unrecorded'` when it gave up.
  */
 async function recordWithRetry(
   rt: Runtime,
   outcomes: readonly Outcome[],
   token: ClaimToken,
   sleep: (ms: number) => Promise<void> = (ms) => new Promise((resolve) => setTimeout(resolve, ms)),
-): Promise<void> {
+): Promise<number | 'unrecorded'> {
   for (let attempt = 1; ; attempt++) {
     try {
-      await rt.store.recordOutcomes(outcomes, token);
-      return;
+      return await rt.store.recordOutcomes(outcomes, token);
     } catch (error) {
       rt.events.emit('relay:error', { error, during: 'record' });
       if (attempt >= 5) {
@@ -370,7 +387,7 @@ async function recordWithRetry(
           "could not record a batch's outcomes; the rows will be delivered again when their lease lapses",
           { error },
         );
-        return;
+        return 'unrecorded';
       }
       await sleep(100 * 2 ** attempt);
     }

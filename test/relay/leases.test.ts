@@ -37,7 +37,7 @@ describeEachDialect('relay: leases and compare-and-set', (dialect) => {
     const log = tableName(db, `handler_log_${Math.random().toString(36).slice(2, 8)}`);
     await db.sequelize.query(`CREATE TABLE ${log} (event_id varchar(64), worker varchar(64))`);
     const worker = { current: '' };
-    const transport = { fail: false, sent: [] as string[] };
+    const transport = { fail: false, sent: [] as string[], failures: [] as string[] };
     const config = defineOutbox({
       events: { 'jobs.Job': Job },
       receivers: {
@@ -54,6 +54,7 @@ describeEachDialect('relay: leases and compare-and-set', (dialect) => {
             transport.sent.push(worker.current);
             if (transport.fail) throw new Error(`${worker.current} could not send`);
           },
+          onFailure: (f) => void transport.failures.push(f.error),
         }),
       },
       settings: { leaseSeconds: LEASE_MS / 1000 },
@@ -163,11 +164,16 @@ describeEachDialect('relay: leases and compare-and-set', (dialect) => {
     // A wakes up and delivers what it claimed: the transport now succeeds for it.
     worker.current = 'A';
     transport.fail = false;
+    const delivered: string[] = [];
+    outbox.on('relay:delivered', (e) => void delivered.push(e.receiverKey));
     const report = await deliverBatch(a.rt, a.rows, a.token, {
       concurrency: 1,
       leaseSeconds: LEASE_MS / 1000,
     });
-    expect(report.lost).toBe(1);
+    // Both of A's verdicts were refused, and neither is reported as a delivery.
+    expect(report.lost).toBe(2);
+    expect(report.counts).toEqual({});
+    expect(delivered).toEqual([]);
     expect(await verdicts()).toEqual(afterB);
     // A's handler ran, but its write rolled back with the acknowledgement it could not make.
     expect(await logged()).toEqual(['B']);
@@ -187,7 +193,16 @@ describeEachDialect('relay: leases and compare-and-set', (dialect) => {
     });
     worker.current = 'A';
     transport.fail = true;
-    await deliverBatch(a.rt, a.rows, a.token, { concurrency: 1, leaseSeconds: 60 });
+    const failed: string[] = [];
+    outbox.on('relay:failed', (e) => void failed.push(e.receiverKey));
+    const report = await deliverBatch(a.rt, a.rows, a.token, {
+      concurrency: 1,
+      leaseSeconds: 60,
+    });
+    // The refused failure reaches no observer and no onFailure hook: it never happened.
+    expect(report.counts).toEqual({});
+    expect(failed).toEqual([]);
+    expect(transport.failures).toEqual([]);
     expect((await rowsOf(outbox, 'jobs.transport'))[0]).toMatchObject({
       status: 'succeeded',
       attempts: 1,
