@@ -226,4 +226,30 @@ describePostgres('relay: surviving the database', (dialect) => {
     ]);
     expect(logger.entries.every((e) => e.level === 'warn')).toBe(true);
   });
+
+  it('a relay backing off after failed claims stops as soon as it is asked', async () => {
+    const nowhere = new Sequelize('postgres://postgres@127.0.0.1:1/test', {
+      logging: false,
+      pool: { max: 1, acquire: 2_000 },
+    });
+    const config = defineOutbox({
+      events: { 'shop.Order': Order },
+      receivers: { 'shop.ship': receiver(Order, { handle: () => {} }) },
+    });
+    const logger = captureLogger();
+    const outbox = createOutbox(config, { sequelize: nowhere, wakeup: null, logger });
+    const stop = new AbortController();
+    try {
+      // The real, abortable sleep, backing off from a poll interval of a minute.
+      const running = outbox.runRelay({ signal: stop.signal, pollIntervalMs: 60_000 });
+      await waitFor(() => logger.messages().length > 0, 'a failed claim');
+      const asked = Date.now();
+      stop.abort();
+      await running;
+      expect(Date.now() - asked).toBeLessThan(1_000);
+    } finally {
+      await nowhere.close().catch(() => {});
+    }
+    expect(logger.messages()).toEqual(['claim failed; retrying in 60000 ms']);
+  });
 });

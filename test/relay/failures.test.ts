@@ -197,6 +197,61 @@ describeEachDialect('relay: failures, dead letters and receiver signals', (diale
     expect(started.getTime()).toBeLessThan(until.getTime());
   });
 
+  it('a NotYet for a time already come and a negative RetryAfter are ordinary, counted failures saying why', async () => {
+    const errors = [() => new NotYet(new Date(Date.now() - 1_000)), () => new RetryAfter(-5)];
+    let call = 0;
+    const { config } = single(() => {
+      throw errors[call++]();
+    });
+    const clock = testClock();
+    const outbox = await openOutbox(db, config, { clock: clock.now, jitter: () => 0.5 });
+    await outbox.fire('pay.Charge', { n: 1 });
+    await outbox.runRelay({ passes: 1, sleep: shortSleep() });
+    expect((await rowsOf(outbox, 'pay.gateway'))[0]).toMatchObject({
+      status: 'failed',
+      attempts: 1,
+      availableAt: new Date(T0.getTime() + 5_000),
+    });
+    expect((await rowsOf(outbox, 'pay.gateway'))[0].lastError).toMatch(
+      /^RangeError: NotYet\(until\) needs a time in the future/,
+    );
+    clock.advance(5_000);
+    await outbox.runRelay({ passes: 1, sleep: shortSleep() });
+    expect((await rowsOf(outbox, 'pay.gateway'))[0]).toMatchObject({
+      status: 'failed',
+      attempts: 2,
+      lastError: 'TypeError: RetryAfter(seconds) needs a finite number ≥ 0 (got -5)',
+    });
+  });
+
+  it("last_error holds the error's name, message and cause, cut to 2000 characters", async () => {
+    const errors = [
+      () => new Error('upstream refused', { cause: new TypeError('socket hang up') }),
+      () => new Error('x'.repeat(5_000)),
+      () => 'a thrown string',
+    ];
+    let call = 0;
+    const { config } = single(
+      () => {
+        throw errors[call++]();
+      },
+      { maxAttempts: 10 },
+    );
+    const clock = testClock();
+    const outbox = await openOutbox(db, config, { clock: clock.now });
+    await outbox.fire('pay.Charge', { n: 1 });
+    const lastErrors: (string | null)[] = [];
+    for (let i = 0; i < 3; i++) {
+      await outbox.runRelay({ passes: 1, sleep: shortSleep() });
+      lastErrors.push((await rowsOf(outbox, 'pay.gateway'))[0].lastError);
+      clock.advance(3_600_000);
+    }
+    expect(lastErrors[0]).toBe('Error: upstream refused (caused by TypeError: socket hang up)');
+    expect(lastErrors[1]).toHaveLength(2000);
+    expect(lastErrors[1]).toMatch(/^Error: x+…$/);
+    expect(lastErrors[2]).toBe('a thrown string');
+  });
+
   it('the relay survives a fault of its own while delivering a batch: it logs it, hands the batch back and goes on', async () => {
     const { config } = single(() => {
       throw new Error('receiver failed');
