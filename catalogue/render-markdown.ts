@@ -1,6 +1,6 @@
 import Handlebars from 'handlebars';
 import type { Catalogue, CatalogueEvent, CatalogueReceiver } from '../src/introspect/index.js';
-import { CATALOGUE_MARKDOWN_TEMPLATE, RECEIVER_TABLE_PARTIAL } from './templates/catalogue-md.js';
+import { CATALOGUE_MARKDOWN_TEMPLATE } from './templates/catalogue-md.js';
 
 let compiled: Handlebars.TemplateDelegate<MarkdownView> | undefined;
 
@@ -19,7 +19,6 @@ export function renderCatalogueMarkdown(catalogue: Catalogue): string {
 function template(): Handlebars.TemplateDelegate<MarkdownView> {
   // An isolated environment: no helper or partial of the host application leaks in.
   const hbs = Handlebars.create();
-  hbs.registerPartial('receiverTable', RECEIVER_TABLE_PARTIAL);
   return hbs.compile<MarkdownView>(CATALOGUE_MARKDOWN_TEMPLATE, {
     noEscape: true,
     strict: true,
@@ -30,9 +29,11 @@ function template(): Handlebars.TemplateDelegate<MarkdownView> {
 
 interface MarkdownView {
   readonly summary: string;
+  readonly summaryTable: string;
+  readonly wildcardTable: string;
   readonly hasWildcards: boolean;
   readonly events: readonly EventView[];
-  readonly wildcardReceivers: readonly ReceiverView[];
+  readonly wildcardReceivers: readonly unknown[];
 }
 
 interface EventView {
@@ -43,13 +44,43 @@ interface EventView {
   readonly fieldCount: number;
   readonly receiverCount: number;
   readonly payloadType: string;
-  readonly fields: readonly {
-    name: string;
-    type: string;
-    required: string;
-    description: string;
-  }[];
-  readonly receivers: readonly ReceiverView[];
+  readonly fields: readonly unknown[];
+  readonly fieldTable: string;
+  readonly receivers: readonly unknown[];
+  readonly receiverTable: string;
+}
+
+const RECEIVER_COLUMNS = [
+  ['key', 'Receiver'],
+  ['kind', 'Kind'],
+  ['mode', 'Mode'],
+  ['site', 'Site'],
+  ['lane', 'Lane'],
+  ['maxAttempts', 'Max attempts'],
+  ['leaseSeconds', 'Lease (s)'],
+  ['timeoutSeconds', 'Timeout (s)'],
+  ['backoff', 'Backoff (s)'],
+  ['scheduling', 'Scheduling'],
+  ['location', 'Location'],
+] as const;
+
+function receiverTable(receivers: readonly CatalogueReceiver[]): string {
+  return table(
+    RECEIVER_COLUMNS.map(([, title]) => title),
+    receivers.map(receiverView).map((r) => RECEIVER_COLUMNS.map(([name]) => r[name])),
+  );
+}
+
+/**
+ * A Markdown table with every column padded to its widest cell, the layout a Markdown
+ * formatter (Biome, Prettier) gives it, so a formatter run over the repository leaves the
+ * committed catalogue alone.
+ */
+function table(header: readonly string[], rows: readonly (readonly string[])[]): string {
+  const widths = header.map((h, i) => Math.max(3, h.length, ...rows.map((r) => r[i].length)));
+  const line = (cells: readonly string[]) =>
+    `| ${cells.map((c, i) => c.padEnd(widths[i])).join(' | ')} |`;
+  return [line(header), line(widths.map((w) => '-'.repeat(w))), ...rows.map(line)].join('\n');
 }
 
 type ReceiverView = Record<
@@ -72,9 +103,19 @@ function view(catalogue: Catalogue): MarkdownView {
   const wild = catalogue.wildcardReceivers.length;
   return {
     summary: `${plural(catalogue.events.length, 'event')}, ${plural(own + wild, 'receiver')} (${wild} wildcard). Sorted by name throughout.`,
+    summaryTable: table(
+      ['Event', 'Version', 'Fields', 'Receivers'],
+      catalogue.events.map((e) => [
+        `\`${e.name}\``,
+        String(e.version),
+        String(e.fields.length),
+        String(e.receivers.length),
+      ]),
+    ),
     hasWildcards: wild > 0,
     events: catalogue.events.map(eventView),
-    wildcardReceivers: catalogue.wildcardReceivers.map(receiverView),
+    wildcardReceivers: catalogue.wildcardReceivers,
+    wildcardTable: receiverTable(catalogue.wildcardReceivers),
   };
 }
 
@@ -92,13 +133,18 @@ function eventView(e: CatalogueEvent): EventView {
     fieldCount: e.fields.length,
     receiverCount: e.receivers.length,
     payloadType: typeof e.schema.type === 'string' ? e.schema.type : 'unknown',
-    fields: e.fields.map((f) => ({
-      name: f.name,
-      type: `\`${cell(f.type)}\``,
-      required: f.required ? 'yes' : 'no',
-      description: cell(f.description ?? ''),
-    })),
-    receivers: e.receivers.map(receiverView),
+    fields: e.fields,
+    fieldTable: table(
+      ['Field', 'Type', 'Required', 'Description'],
+      e.fields.map((f) => [
+        `\`${f.name}\``,
+        `\`${cell(f.type)}\``,
+        f.required ? 'yes' : 'no',
+        cell(f.description ?? ''),
+      ]),
+    ),
+    receivers: e.receivers,
+    receiverTable: receiverTable(e.receivers),
   };
 }
 
@@ -112,7 +158,7 @@ function receiverView(r: CatalogueReceiver): ReceiverView {
     r.giveUpAfterSeconds !== null ? `gives up after ${r.giveUpAfterSeconds}s` : '',
   ].filter(Boolean);
   return {
-    key: r.key,
+    key: `\`${r.key}\``,
     kind: r.kind === 'delivery' ? `delivery (${cell(r.transport ?? '')})` : 'handler',
     mode: r.mode,
     site: r.site,

@@ -1,8 +1,8 @@
 /**
  * The Markdown catalogue's Handlebars template. A TypeScript module rather than a `.hbs`
  * file so it ships inside `dist/` with no copy step. It reads the view that
- * `render-markdown.ts` prepares: every cell is already a string, so the template only lays
- * things out.
+ * `render-markdown.ts` prepares: tables come laid out (columns padded to one width, as a
+ * Markdown formatter leaves them), so the template only orders the sections.
  */
 export const CATALOGUE_MARKDOWN_TEMPLATE = `# Event catalogue
 
@@ -10,11 +10,7 @@ export const CATALOGUE_MARKDOWN_TEMPLATE = `# Event catalogue
 
 {{summary}}
 
-| Event | Version | Fields | Receivers |
-| --- | --- | --- | --- |
-{{#each events}}
-| \`{{name}}\` | {{version}} | {{fieldCount}} | {{receiverCount}} |
-{{/each}}
+{{summaryTable}}
 {{#each events}}
 
 ## \`{{name}}\` (v{{version}})
@@ -28,11 +24,7 @@ Retention: {{retention}}.
 ### Payload
 {{#if fields.length}}
 
-| Field | Type | Required | Description |
-| --- | --- | --- | --- |
-{{#each fields}}
-| \`{{name}}\` | {{type}} | {{required}} | {{description}} |
-{{/each}}
+{{fieldTable}}
 {{else}}
 
 The payload is not an object: \`{{payloadType}}\`.
@@ -41,7 +33,7 @@ The payload is not an object: \`{{payloadType}}\`.
 ### Receivers
 {{#if receivers.length}}
 
-{{> receiverTable receivers=receivers}}
+{{receiverTable}}
 {{else}}
 
 No receiver of its own{{#if @root.hasWildcards}} (the wildcard receivers below still receive it){{/if}}.
@@ -53,16 +45,9 @@ No receiver of its own{{#if @root.hasWildcards}} (the wildcard receivers below s
 Declared for \`AnyEvent\`: each receives every event above.
 {{#if wildcardReceivers.length}}
 
-{{> receiverTable receivers=wildcardReceivers}}
+{{wildcardTable}}
 {{else}}
 
 None.
 {{/if}}
 `;
-
-/** The receiver table, shared by every event and the wildcard section. */
-export const RECEIVER_TABLE_PARTIAL = `| Receiver | Kind | Mode | Site | Lane | Max attempts | Lease (s) | Timeout (s) | Backoff (s) | Scheduling | Location |
-| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |
-{{#each receivers}}
-| \`{{key}}\` | {{kind}} | {{mode}} | {{site}} | {{lane}} | {{maxAttempts}} | {{leaseSeconds}} | {{timeoutSeconds}} | {{backoff}} | {{scheduling}} | {{location}} |
-{{/each}}`;

@@ -26,10 +26,10 @@ describe('rendering the catalogue', () => {
 
       2 events, 5 receivers (2 wildcard). Sorted by name throughout.
 
-      | Event | Version | Fields | Receivers |
-      | --- | --- | --- | --- |
-      | \`shop.OrderCancelled\` | 1 | 2 | 1 |
-      | \`shop.OrderPlaced\` | 1 | 5 | 2 |
+      | Event                 | Version | Fields | Receivers |
+      | --------------------- | ------- | ------ | --------- |
+      | \`shop.OrderCancelled\` | 1       | 2      | 1         |
+      | \`shop.OrderPlaced\`    | 1       | 5      | 2         |
 
       ## \`shop.OrderCancelled\` (v1)
 
@@ -37,16 +37,16 @@ describe('rendering the catalogue', () => {
 
       ### Payload
 
-      | Field | Type | Required | Description |
-      | --- | --- | --- | --- |
-      | \`orderId\` | \`string\` | yes |  |
-      | \`reason\` | \`string\` | no |  |
+      | Field     | Type     | Required | Description |
+      | --------- | -------- | -------- | ----------- |
+      | \`orderId\` | \`string\` | yes      |             |
+      | \`reason\`  | \`string\` | no       |             |
 
       ### Receivers
 
-      | Receiver | Kind | Mode | Site | Lane | Max attempts | Lease (s) | Timeout (s) | Backoff (s) | Scheduling | Location |
-      | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |
-      | \`stock.release\` | handler | durable | relay | default | 5 | 90 | default | default | on record | — |
+      | Receiver        | Kind    | Mode    | Site  | Lane    | Max attempts | Lease (s) | Timeout (s) | Backoff (s) | Scheduling | Location |
+      | --------------- | ------- | ------- | ----- | ------- | ------------ | --------- | ----------- | ----------- | ---------- | -------- |
+      | \`stock.release\` | handler | durable | relay | default | 5            | 90        | default     | default     | on record  | —        |
 
       ## \`shop.OrderPlaced\` (v1)
 
@@ -56,29 +56,29 @@ describe('rendering the catalogue', () => {
 
       ### Payload
 
-      | Field | Type | Required | Description |
-      | --- | --- | --- | --- |
-      | \`coupon\` | \`string\` | no |  |
-      | \`items\` | \`array<object>\` | yes |  |
-      | \`items[].quantity\` | \`integer\` | yes |  |
-      | \`items[].sku\` | \`string\` | yes |  |
-      | \`orderId\` | \`string\` | yes |  |
+      | Field              | Type            | Required | Description |
+      | ------------------ | --------------- | -------- | ----------- |
+      | \`coupon\`           | \`string\`        | no       |             |
+      | \`items\`            | \`array<object>\` | yes      |             |
+      | \`items[].quantity\` | \`integer\`       | yes      |             |
+      | \`items[].sku\`      | \`string\`        | yes      |             |
+      | \`orderId\`          | \`string\`        | yes      |             |
 
       ### Receivers
 
-      | Receiver | Kind | Mode | Site | Lane | Max attempts | Lease (s) | Timeout (s) | Backoff (s) | Scheduling | Location |
-      | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |
-      | \`mail.confirm\` | handler | durable | relay | default | 3 | default | default | default | on record | — |
-      | \`stock.reserve\` | handler | inline | relay | default | 5 | default | default | default | on record | — |
+      | Receiver        | Kind    | Mode    | Site  | Lane    | Max attempts | Lease (s) | Timeout (s) | Backoff (s) | Scheduling | Location |
+      | --------------- | ------- | ------- | ----- | ------- | ------------ | --------- | ----------- | ----------- | ---------- | -------- |
+      | \`mail.confirm\`  | handler | durable | relay | default | 3            | default   | default     | default     | on record  | —        |
+      | \`stock.reserve\` | handler | inline  | relay | default | 5            | default   | default     | default     | on record  | —        |
 
       ## Wildcard receivers
 
       Declared for \`AnyEvent\`: each receives every event above.
 
-      | Receiver | Kind | Mode | Site | Lane | Max attempts | Lease (s) | Timeout (s) | Backoff (s) | Scheduling | Location |
-      | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |
-      | \`aa.audit\` | handler | onCommit | relay | default | 5 | default | default | default | on record | — |
-      | \`zz.bridge\` | delivery (noop) | durable | relay | default | 5 | default | default | 5 to default | on record | — |
+      | Receiver    | Kind            | Mode     | Site  | Lane    | Max attempts | Lease (s) | Timeout (s) | Backoff (s)  | Scheduling | Location |
+      | ----------- | --------------- | -------- | ----- | ------- | ------------ | --------- | ----------- | ------------ | ---------- | -------- |
+      | \`aa.audit\`  | handler         | onCommit | relay | default | 5            | default   | default     | default      | on record  | —        |
+      | \`zz.bridge\` | delivery (noop) | durable  | relay | default | 5            | default   | default     | 5 to default | on record  | —        |
       "
     `);
   });
