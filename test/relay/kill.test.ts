@@ -2,6 +2,7 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, expect, it } from 'vitest';
+import { ConfigurationError } from '../../src/index.js';
 import type { TestDatabase } from '../../testing/databases.js';
 import { drainOutbox } from '../../testing/index.js';
 import { describeEachDialect } from '../support/dialects.js';
@@ -12,6 +13,7 @@ import {
   openOutbox,
   receivedIds,
   rowsOf,
+  shortSleep,
   waitFor,
 } from './support.js';
 
@@ -106,13 +108,26 @@ describeEachDialect('relay: kill -9', (dialect) => {
     expect(claimed.length).toBeGreaterThan(0);
     expect(claimed.every((r) => r.claimedBy === 'doomed' && r.attempts === 0)).toBe(true);
     expect(afterKill.filter((r) => r.status === 'succeeded').length).toBeLessThan(EVENTS);
-    // Not before the lease lapses: a drain on the real clock leaves the dead relay's rows.
+    // Not before the lease lapses: on the real clock the dead relay's rows stay put, and
+    // on SQLite its single-relay lock still refuses a second relay.
     expect((await drainOutbox(outbox)).succeeded).toBe(0);
+    if (dialect.name === 'sqlite') {
+      await expect(outbox.runRelay({ passes: 1 })).rejects.toBeInstanceOf(ConfigurationError);
+    }
 
-    const drained = await drainOutbox(outbox, {
-      now: new Date(Date.now() + (LEASE_SECONDS + 1) * 1000),
+    // Another relay, on a clock past the lease, takes over and delivers the rest.
+    const lapsed = () => new Date(Date.now() + (LEASE_SECONDS + 1) * 1000);
+    const survivor = await openOutbox(
+      db,
+      killConfig({ sequelize: db.sequelize, table, slowMs: 0, leaseSeconds: LEASE_SECONDS }),
+      { tablePrefix, clock: lapsed },
+    );
+    const report = await survivor.runRelay({
+      workerId: 'survivor',
+      passes: 2,
+      sleep: shortSleep(),
     });
-    expect(drained.succeeded).toBe(claimed.length);
+    expect(report.succeeded).toBe(claimed.length);
     expect(await receivedIds(db, table)).toEqual(fired.map((e) => e.id).sort());
     // Every row settled exactly once: the killed delivery's transaction never committed.
     expect((await rowsOf(outbox, 'post.deliver')).map((r) => [r.status, r.attempts])).toEqual(

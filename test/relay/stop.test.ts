@@ -59,6 +59,40 @@ describeEachDialect('relay: stopping', (dialect) => {
     expect(done).toEqual([1, 2, 3, 4, 5]);
   });
 
+  it("a transport's outcome is recorded even when the relay is stopped meanwhile", async () => {
+    const held = gate();
+    const started = gate();
+    const config = defineOutbox({
+      events: { 'ops.Task': Task },
+      receivers: {
+        'ops.send': receiver(Task, {
+          deliver: async (e) => {
+            started.open();
+            await held.promise;
+            if ((e.payload as { n: number }).n === 1) throw new Error('refused while stopping');
+          },
+        }),
+      },
+      settings: { backoff: { baseSeconds: 2, capSeconds: 2 } },
+    });
+    const outbox = await openOutbox(db, config, { clock: testClock().now });
+    for (let n = 1; n <= 3; n++) await outbox.fire('ops.Task', { n });
+    const stop = new AbortController();
+    const relay = outbox.runRelay({ signal: stop.signal, concurrency: 1, sleep: shortSleep() });
+    await started.promise;
+    stop.abort();
+    held.open();
+    expect(await relay).toMatchObject({ failed: 1, handedBack: 2 });
+    const [first, ...rest] = await rowsOf(outbox, 'ops.send');
+    expect(rest.map((r) => r.attempts)).toEqual([0, 0]);
+    expect(first).toMatchObject({
+      status: 'failed',
+      attempts: 1,
+      lastError: 'Error: refused while stopping',
+      availableAt: new Date(T0.getTime() + 1_000),
+    });
+  });
+
   it('an idle relay stops as soon as it is asked, without waiting out its poll interval', async () => {
     const config = defineOutbox({
       events: { 'ops.Task': Task },
