@@ -61,6 +61,8 @@ export interface DemoSummary {
   /** Successful deliveries, by receiver key. */
   readonly delivered: Readonly<Record<string, number>>;
   readonly deliveredTotal: number;
+  /** Whether analytics, which receives every event, saw each order's events in firing order. */
+  readonly inOrderPerKey: boolean;
   /** Deliveries that failed at least once and then succeeded. */
   readonly retried: number;
   /** Deliveries that failed at least once, by receiver key, with the first error seen. */
@@ -345,6 +347,7 @@ async function summarise(
     duplicateCancels: run.orders.duplicateCancels,
     delivered: run.relay.delivered,
     deliveredTotal,
+    inOrderPerKey: shop.analytics.inOrderPerKey(),
     retried: run.relay.retried,
     retriedBy: run.relay.retriedBy,
     dead,
@@ -354,7 +357,11 @@ async function summarise(
     fireMs: run.fireMs,
     relayMs: run.relayMs,
     totalMs: run.totalMs,
-    ok: nothingAbout(rolledBack) && owed === 0 && backlog.succeeded === deliveredTotal,
+    ok:
+      nothingAbout(rolledBack) &&
+      owed === 0 &&
+      backlog.succeeded === deliveredTotal &&
+      shop.analytics.inOrderPerKey(),
   };
 }
 
@@ -373,11 +380,14 @@ function printSummary(s: DemoSummary, say: (line?: string) => void, problems: st
   say(
     `Summary: ${seconds(s.totalMs)} in all (firing ${seconds(s.fireMs)}, relaying ${seconds(s.relayMs)})`,
   );
-  say(
-    `  delivered    ${num(s.deliveredTotal)}  deliveries, each at least once, in order per order id:`,
-  );
+  say(`  delivered    ${num(s.deliveredTotal)}  deliveries, each at least once:`);
   for (const [key, n] of Object.entries(s.delivered).sort())
     say(`               ${num(n)}  ${key}`);
+  say(
+    s.inOrderPerKey
+      ? `${indent}in order per order id (analytics saw each order's events in firing order)`
+      : `${indent}OUT OF ORDER: analytics saw an order's events in another order than fired`,
+  );
   say(`  retried      ${num(s.retried)}  deliveries failed, waited out a backoff, then succeeded:`);
   for (const [key, r] of Object.entries(s.retriedBy).sort()) {
     say(`${indent}${r.deliveries} × ${key}: ${r.firstError}`);

@@ -67,6 +67,7 @@ describe('npx outbox demo', () => {
   it('exits 0 within seconds and tells the story', () => {
     expect(code).toBe(0);
     expect(summary.ok).toBe(true);
+    expect(summary.inOrderPerKey).toBe(true);
     expect(summary.totalMs).toBeLessThan(20_000);
     expect(stdout()).toContain('Summary:');
     expect(stdout()).toContain('none delivered: no order row, no event, no payment, no mail');

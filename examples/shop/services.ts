@@ -71,12 +71,36 @@ export class Mailer {
   }
 }
 
+/** What the analytics pipeline recorded of one event. */
+export interface TrackedEvent {
+  readonly name: string;
+  readonly orderingKey: string | null;
+  /** The event's position in the outbox: the order it was fired in. */
+  readonly sequence: bigint;
+}
+
 /** An analytics pipeline (a Kafka topic, a webhook): it records every event it is sent. */
 export class Analytics {
-  readonly received: { name: string; orderingKey: string | null; eventId: string }[] = [];
+  readonly received: TrackedEvent[] = [];
 
   async track(event: OutboxEvent): Promise<void> {
-    this.received.push({ name: event.name, orderingKey: event.orderingKey, eventId: event.id });
+    this.received.push({
+      name: event.name,
+      orderingKey: event.orderingKey,
+      sequence: BigInt(event.sequence),
+    });
+  }
+
+  /** Whether the events of every ordering key arrived in the order they were fired. */
+  inOrderPerKey(): boolean {
+    const last = new Map<string, bigint>();
+    for (const e of this.received) {
+      if (e.orderingKey === null) continue;
+      const previous = last.get(e.orderingKey);
+      if (previous !== undefined && previous >= e.sequence) return false;
+      last.set(e.orderingKey, e.sequence);
+    }
+    return true;
   }
 }
 
