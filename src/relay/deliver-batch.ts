@@ -239,6 +239,10 @@ export async function deliverBatch(
 
   // Run the tasks, `concurrency` at a time; stop starting new ones once asked to stop.
   const unstarted: ClaimedDelivery[] = [];
+  // Rows whose task threw: a fault of the relay's own (a receiver's failure is an outcome,
+  // never a throw). They are handed back like unstarted rows, and the rest of the batch
+  // goes on; one row's fault must not strand the others until their lease lapses.
+  const faulted = new Set<string>();
   let next = 0;
   const limit = rt.store.dialect === 'sqlite' ? 1 : Math.max(1, options.concurrency);
   const lane = async () => {
@@ -248,13 +252,27 @@ export async function deliverBatch(
         unstarted.push(...task.rows);
         continue;
       }
-      await task.run();
+      try {
+        await task.run();
+      } catch (error) {
+        for (const row of task.rows) faulted.add(row.id);
+        rt.logger.error(
+          `delivering ${task.rows.map((r) => `${r.id} (${r.receiverKey})`).join(', ')} failed inside the relay; handed back`,
+          { error: errorText(error) },
+        );
+      }
     }
   };
   try {
     await Promise.all(Array.from({ length: Math.min(limit, tasks.length) }, lane));
   } finally {
     clearInterval(renewal);
+  }
+  if (faulted.size > 0) {
+    for (let i = outcomes.length - 1; i >= 0; i--)
+      if (faulted.has(outcomes[i].id)) outcomes.splice(i, 1);
+    for (let i = failures.length - 1; i >= 0; i--)
+      if (faulted.has(failures[i].row.id)) failures.splice(i, 1);
   }
 
   // Record every outcome in one statement. Recorded even when the relay is stopping.
@@ -277,19 +295,14 @@ export async function deliverBatch(
     if (written === 0) recorded = [];
   }
   for (const o of recorded) count(o.status);
-  if (unstarted.length > 0) {
-    await rt.store
-      .release(
-        unstarted.map((r) => r.id),
-        token,
-        rt.clock(),
-      )
-      .catch((error) => {
-        rt.logger.warn('could not hand back unstarted rows; they return when their lease lapses', {
-          error,
-        });
-        rt.events.emit('relay:error', { error, during: 'release' });
+  const handBack = [...unstarted.map((r) => r.id), ...faulted];
+  if (handBack.length > 0) {
+    await rt.store.release(handBack, token, rt.clock()).catch((error) => {
+      rt.logger.warn('could not hand back unstarted rows; they return when their lease lapses', {
+        error,
       });
+      rt.events.emit('relay:error', { error, during: 'release' });
+    });
   }
 
   const byId = new Map(rows.map((r) => [r.id, r]));
