@@ -1,0 +1,121 @@
+/**
+ * `npm run bench`: outboxkit's first benchmark, on PostgreSQL. Prints one JSON line per
+ * figure on stdout; progress and query plans go to stderr. See bench/README.md.
+ *
+ *   npm run bench                              # everything (about 3 minutes)
+ *   npm run bench -- --only drain,latency      # some of: environment, explain, drain, latency, write
+ *   npm run bench -- --events 20000            # a smaller backlog for the drains
+ *   npm run bench -- --receivers noop-handler --relays 4
+ *
+ * Each part works in a fresh schema (`bench_<hex>`) that it drops afterwards, also on failure.
+ */
+import { cpus } from 'node:os';
+import { parseArgs } from 'node:util';
+import { emit, isReceiverKind, note, openSequelize } from './common.js';
+import { benchDrain } from './drain.js';
+import { benchExplain } from './explain.js';
+import { benchLatency } from './latency.js';
+import { EXPERIMENTS, type Experiment } from './protocol.js';
+import { benchWriteCost } from './write-cost.js';
+
+const { values } = parseArgs({
+  options: {
+    only: { type: 'string', default: 'environment,explain,drain,latency,write' },
+    events: { type: 'string', default: '50000' },
+    'batch-size': { type: 'string', default: '500' },
+    concurrency: { type: 'string', default: '10' },
+    relays: { type: 'string', default: '1,4' },
+    receivers: { type: 'string', default: 'noop-delivery,noop-deliver-batch,noop-handler' },
+    rate: { type: 'string', default: '200' },
+    seconds: { type: 'string', default: '10' },
+    iterations: { type: 'string', default: '3000' },
+    experiment: { type: 'string' },
+  },
+});
+
+function positiveInt(name: string, text: string): number {
+  const n = Number(text);
+  if (!Number.isInteger(n) || n < 1)
+    throw new Error(`--${name} must be a whole number ≥ 1 (got ${text})`);
+  return n;
+}
+
+async function main(): Promise<void> {
+  const only = new Set(values.only.split(','));
+  const events = positiveInt('events', values.events);
+  const batchSize = positiveInt('batch-size', values['batch-size']);
+  const concurrency = positiveInt('concurrency', values.concurrency);
+  const relayCounts = values.relays.split(',').map((r) => positiveInt('relays', r));
+  const receivers = values.receivers.split(',');
+  for (const r of receivers) {
+    if (!isReceiverKind(r) || r === 'probe-handler')
+      throw new Error(
+        `--receivers: unknown receiver ${r} (noop-delivery, noop-deliver-batch, noop-handler)`,
+      );
+  }
+
+  const experiment = values.experiment;
+  if (experiment !== undefined && !(EXPERIMENTS as readonly string[]).includes(experiment))
+    throw new Error(`--experiment: unknown experiment ${experiment} (${EXPERIMENTS.join(', ')})`);
+
+  if (only.has('environment')) await environment();
+  if (only.has('explain')) {
+    note('explain: the claim and record statements on a 50,000-row table …');
+    await benchExplain({ rows: 50_000, batchSize });
+  }
+  if (only.has('drain')) {
+    for (const kind of receivers) {
+      if (!isReceiverKind(kind)) continue;
+      for (const relays of relayCounts) {
+        note(`drain: ${kind} with ${relays} relay process(es), ${events} events …`);
+        await benchDrain({
+          kind,
+          relays,
+          events,
+          batchSize,
+          concurrency,
+          experiment: experiment as Experiment | undefined,
+        });
+      }
+    }
+  }
+  if (only.has('latency')) {
+    const rate = positiveInt('rate', values.rate);
+    const seconds = positiveInt('seconds', values.seconds);
+    note(`latency: ${rate} events/s for ${seconds} s with LISTEN/NOTIFY …`);
+    await benchLatency({ rate, seconds, warmupSeconds: 1 });
+  }
+  if (only.has('write')) {
+    const iterations = positiveInt('iterations', values.iterations);
+    note(`write-cost: ${iterations} transactions of each kind …`);
+    await benchWriteCost({ iterations, rounds: 10, warmup: 200 });
+  }
+}
+
+/** What the figures were measured on. */
+async function environment(): Promise<void> {
+  const sequelize = openSequelize(1);
+  try {
+    const [rows] = (await sequelize.query(
+      `SELECT current_setting('server_version') AS version, current_setting('synchronous_commit') AS synchronous_commit,
+              current_setting('shared_buffers') AS shared_buffers`,
+    )) as [{ version: string; synchronous_commit: string; shared_buffers: string }[], unknown];
+    emit({
+      bench: 'environment',
+      date: new Date().toISOString(),
+      node: process.version,
+      cpus: cpus().length,
+      cpuModel: cpus()[0]?.model,
+      postgres: rows[0].version,
+      synchronousCommit: rows[0].synchronous_commit,
+      sharedBuffers: rows[0].shared_buffers,
+    });
+  } finally {
+    await sequelize.close();
+  }
+}
+
+main().catch((error: unknown) => {
+  process.stderr.write(`bench failed: ${error instanceof Error ? error.stack : String(error)}\n`);
+  process.exitCode = 1;
+});
