@@ -102,9 +102,22 @@ export interface ReceiverDefinition<P = unknown> {
   readonly options: ReceiverOptions<P>;
 }
 
-/** The decoded payload type of an event reference. */
+/**
+ * The decoded payload type a receiver of an event reference is handed.
+ *
+ * - an `event(...)` definition: its schema's output type;
+ * - {@link AnyEvent}: `unknown`, honestly, since a wildcard is handed whatever was fired;
+ * - a name (a string): `never`, so a handler of any payload type is accepted here and the
+ *   check is left to `npx outbox codegen`, which resolves the name and type-checks the
+ *   handler against the event's payload (and generates `Handlers` types to annotate with).
+ *   Pass the definition instead of the name to have the compiler check it here.
+ */
 export type PayloadOf<R> =
-  R extends EventDefinition<infer S extends z.ZodType> ? z.output<S> : unknown;
+  R extends EventDefinition<infer S extends z.ZodType>
+    ? z.output<S>
+    : R extends AnyEvent
+      ? unknown
+      : never;
 
 /**
  * Declare a receiver of one event (or of every event, with {@link AnyEvent}).
