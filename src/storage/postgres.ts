@@ -190,7 +190,13 @@ export class PostgresStore implements OutboxStore {
   }
 
   release(ids: readonly string[], token: ClaimToken, now: Date): Promise<number> {
-    return this.renewLeases(ids, token, now);
+    return this.#exec(
+      `UPDATE ${this.t.deliveries}
+       SET status = CASE WHEN attempts > 0 THEN 'failed' ELSE 'pending' END,
+           available_at = LEAST(available_at, $3), lease_until = NULL
+       WHERE id = ANY($4::bigint[]) AND status = 'claimed' AND claimed_by = $1 AND claimed_at = $2`,
+      [token.workerId, token.claimedAt, now, ids],
+    );
   }
 
   recordOutcomes(outcomes: readonly Outcome[], token: ClaimToken): Promise<number> {

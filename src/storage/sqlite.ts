@@ -258,7 +258,13 @@ export class SqliteStore implements OutboxStore {
   }
 
   release(ids: readonly string[], token: ClaimToken, now: Date): Promise<number> {
-    return this.renewLeases(ids, token, now);
+    return this.#exec(
+      `UPDATE ${this.t.deliveries}
+       SET status = CASE WHEN attempts > 0 THEN 'failed' ELSE 'pending' END,
+           available_at = MIN(available_at, $3), lease_until = NULL
+       WHERE id IN (SELECT value FROM json_each($4)) AND status = 'claimed' AND claimed_by = $1 AND claimed_at = $2`,
+      [token.workerId, ms(token.claimedAt), ms(now), JSON.stringify(ids.map(Number))],
+    );
   }
 
   /** Record many outcomes in one statement, a compare-and-set on the claim (see PostgreSQL). */

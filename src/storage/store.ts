@@ -132,7 +132,11 @@ export interface OutboxStore {
   claim(options: ClaimOptions): Promise<ClaimedDelivery[]>;
   /** Extend the lease of rows still held under `token`. Returns how many were. */
   renewLeases(ids: readonly string[], token: ClaimToken, leaseUntil: Date): Promise<number>;
-  /** Hand rows back: their lease lapses at `now`, so any worker may claim them at once. */
+  /**
+   * Hand unstarted rows back, claimable by any worker at once: each returns to the status
+   * it had before the claim (`failed` if it has spent attempts, else `pending`), available
+   * no later than `now`. Only rows still held under `token` change.
+   */
   release(ids: readonly string[], token: ClaimToken, now: Date): Promise<number>;
   /** Record many outcomes in one statement; only rows still held under `token` change. */
   recordOutcomes(outcomes: readonly Outcome[], token: ClaimToken): Promise<number>;
