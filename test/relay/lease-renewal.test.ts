@@ -6,8 +6,8 @@ import { describeEachDialect } from '../support/dialects.js';
 import { freshPrefix, openOutbox, rowsOf, shortSleep, waitFor } from './support.js';
 
 /** The lease every claim stamps here, and how long each delivery takes: longer, in sum. */
-const LEASE_SECONDS = 0.3;
-const DELIVERY_MS = 250;
+const LEASE_SECONDS = 0.45;
+const DELIVERY_MS = 350;
 const EVENTS = 3;
 
 describeEachDialect('relay: lease renewal', (dialect) => {
@@ -100,7 +100,7 @@ describeEachDialect('relay: lease renewal', (dialect) => {
         sleep: shortSleep(),
       });
       try {
-        // Mid-batch, well past the first relay's lease of 300 ms.
+        // Mid-batch, well past the first relay's lease of 450 ms.
         await waitFor(() => sent.length === 3, 'the third delivery to start');
         const refused = second.runRelay({ workerId: 'second', passes: 1 });
         await expect(refused).rejects.toBeInstanceOf(ConfigurationError);
