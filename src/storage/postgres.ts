@@ -265,7 +265,14 @@ export interface Statements {
 export function postgresStatements(t: TableNames, notifyChannel: string | undefined): Statements {
   return {
     /**
-     * Write events and their delivery rows in one statement. An event whose idempotency key
+     * Write events and their delivery rows in one statement. First, `l` takes a
+     * transaction-scoped advisory lock per ordering key (sorted, so two writers of the same
+     * keys queue rather than deadlock): a second transaction firing key K waits until the
+     * first commits or rolls back, so the sequence order of a key's events is their commit
+     * order and the relay, which reads committed rows only, can never deliver a later
+     * event of K before an earlier one that committed late. Events without a key take no
+     * lock. (Two transactions firing shared keys in opposite orders can still deadlock;
+     * PostgreSQL aborts one with 40P01 — retry it.) An event whose idempotency key
      * exists is skipped by ON CONFLICT (never an error, so the caller's transaction is not
      * aborted) and, being absent from `e`, writes no delivery rows. With a notify channel,
      * one NOTIFY per topic is queued in the same transaction; PostgreSQL sends it on commit
@@ -274,11 +281,15 @@ export function postgresStatements(t: TableNames, notifyChannel: string | undefi
      * event uuid); $17 the channel. Returns (sequence, uuid) of each event written.
      */
     insertEvents: `
-      WITH e AS (
+      WITH l AS (
+        SELECT pg_advisory_xact_lock(${keyLockSpace(t)}, hashtext(k))
+        FROM (SELECT DISTINCT k FROM unnest($6::text[]) AS k WHERE k IS NOT NULL ORDER BY k) AS keys
+      ), e AS (
         INSERT INTO ${t.events} (uuid, name, version, payload, headers, ordering_key, idempotency_key,
                                  occurred_at, recorded_at, retention_seconds, delete_when)
         SELECT * FROM unnest($1::uuid[], $2::text[], $3::int[], $4::jsonb[], $5::jsonb[], $6::text[], $7::text[],
                              $8::timestamptz[], $9::timestamptz[], $10::int[], $11::text[])
+        WHERE (SELECT count(*) FROM l) >= 0 -- take the key locks before any sequence is drawn
         ON CONFLICT (idempotency_key) DO NOTHING
         RETURNING id, uuid, name, ordering_key
       ), d AS (
@@ -354,6 +365,16 @@ export function postgresStatements(t: TableNames, notifyChannel: string | undefi
            AS v(id, status, attempts, available_at, due_at, last_error, completed_at)
       WHERE d.id = v.id AND d.status = 'claimed' AND d.claimed_by = $8 AND d.claimed_at = $9`,
   };
+}
+
+/**
+ * The advisory-lock space of one outbox's ordering keys: a 32-bit hash of its table, so
+ * outboxes in other schemas or with other prefixes never queue behind each other's keys.
+ */
+function keyLockSpace(t: TableNames): number {
+  let h = 0;
+  for (const ch of `outboxkit:${t.deliveries}`) h = (Math.imul(h, 31) + ch.charCodeAt(0)) | 0;
+  return h;
 }
 
 /** The schema, as numbered migrations. Each statement is idempotent on its own. */

@@ -181,7 +181,7 @@ describeEachDialect('relay: per-ordering-key order', (dialect) => {
     // the later one is claimed. Fixing it needs the writes of one key serialised at fire
     // time (e.g. pg_advisory_xact_lock(hashtext(ordering_key)) in insertEvents), so the
     // sequence order of a key is its commit order. Remove `.fails` once that lands.
-    it.fails('two concurrent transactions firing one ordering key deliver it in sequence order', async () => {
+    it('two concurrent transactions firing one ordering key deliver it in sequence order', async () => {
       const { config, ledger } = setup(() => undefined);
       const outbox = await openOutbox(db, config, { clock: testClock().now });
       const first = await db.sequelize.transaction();
