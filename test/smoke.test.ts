@@ -48,6 +48,17 @@ describeEachDialect('smoke', (dialect) => {
     await outbox.close();
   });
 
+  it('a relay run untilIdle delivers what is owed and returns at the first empty claim', async () => {
+    const outbox = createOutbox(config, db.outboxOptions);
+    await outbox.fire('shop.OrderPlaced', { orderId: 'idle-1', at: new Date() });
+    await outbox.fire('shop.OrderPlaced', { orderId: 'idle-2', at: new Date() });
+    const report = await outbox.runRelay({ untilIdle: true, pollIntervalMs: 60_000 });
+    expect(report).toMatchObject({ succeeded: 4, passes: 2 });
+    expect(seen.slice(-2)).toEqual(['idle-1', 'idle-2']);
+    expect((await outbox.countDeliveries()).pending).toBe(0);
+    await outbox.close();
+  });
+
   it('describes itself: catalogue, whatListensTo, listensFor', () => {
     const outbox = createOutbox(config, db.outboxOptions);
     expect(outbox.catalogue().events.map((e) => e.name)).toEqual(['shop.OrderPlaced']);

@@ -33,7 +33,10 @@ export async function main(argv: readonly string[]): Promise<number> {
     .command('migrate')
     .description('create or upgrade the outbox tables (idempotent)')
     .option('-c, --config <file>', 'the config file', 'outbox.config.ts')
-    .option('--url <url>', 'database URL (else OUTBOX_DATABASE_URL, the config\'s sequelize export, or sqlite:outbox.sqlite)')
+    .option(
+      '--url <url>',
+      "database URL (else OUTBOX_DATABASE_URL, the config's sequelize export, or sqlite:outbox.sqlite)",
+    )
     .option('--schema <name>', 'PostgreSQL schema for the tables')
     .action(async (o: { config: string; url?: string; schema?: string }) => {
       code = await migrate(o);
@@ -69,7 +72,7 @@ export async function main(argv: readonly string[]): Promise<number> {
     .option('--catalogue-dir <dir>', 'where catalogue.json and catalogue.md go', 'catalogue')
     .option('--import-from <module>', "where the generated file imports outboxkit's types from")
     .option('--check', 'write nothing; fail when the generated files are stale')
-    .option('--base <ref>', 'with --check: diff the catalogue against this git ref\'s')
+    .option('--base <ref>', "with --check: diff the catalogue against this git ref's")
     .option('--allow-breaking', 'with --check: do not fail on breaking catalogue changes')
     .action(async (o: Record<string, unknown>, cmd: Command) => {
       const { runCodegenCommand } = await import('../../codegen/cli.js');
@@ -78,7 +81,9 @@ export async function main(argv: readonly string[]): Promise<number> {
 
   program
     .command('catalogue')
-    .description('catalogue tools: diff OLD [NEW] (files or git refs; NEW defaults to catalogue/catalogue.json)')
+    .description(
+      'catalogue tools: diff OLD [NEW] (files or git refs; NEW defaults to catalogue/catalogue.json)',
+    )
     .argument('<action>', 'diff')
     .argument('[old]', 'the old catalogue (file, git ref, or REF:PATH)')
     .argument('[new]', 'the new catalogue (file, git ref, or REF:PATH)')
@@ -152,9 +157,12 @@ async function relay(o: RelayCliOptions): Run {
   });
   try {
     console.error(`outbox: relay running on ${where}${o.once ? ' (once)' : ''}`);
-    const report = o.once
-      ? await outbox.deliverPending({ batchSize: o.batchSize, concurrency: o.concurrency })
-      : await outbox.runRelay({ signal: stop.signal, batchSize: o.batchSize, concurrency: o.concurrency });
+    const report = await outbox.runRelay({
+      untilIdle: o.once,
+      signal: stop.signal,
+      batchSize: o.batchSize,
+      concurrency: o.concurrency,
+    });
     console.error(
       `outbox: relay stopped — succeeded ${report.succeeded}, failed ${report.failed}, dead ${report.dead}, orphaned ${report.orphaned}`,
     );

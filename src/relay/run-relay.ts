@@ -12,8 +12,15 @@ export interface RunRelayOptions {
    * @defaultValue `host:pid:random:relay-N`
    */
   readonly workerId?: string;
-  /** Stop after this many claims (a test, or `--once`); forever when omitted. */
+  /** Stop after this many claims (a test); forever when omitted. */
   readonly passes?: number;
+  /**
+   * Stop at the first claim that finds nothing owed, instead of waiting for more: what
+   * `npx outbox relay --once` runs. Unlike `deliverPending()`, it is a relay in every other
+   * respect, so on SQLite it takes (and respects) the single-relay lock.
+   * @defaultValue false
+   */
+  readonly untilIdle?: boolean;
   /**
    * Ask the relay to stop: it finishes the deliveries in hand, hands the rest of its batch
    * back at once, and resolves. The CLI wires it to SIGTERM and SIGINT.
@@ -207,6 +214,7 @@ export async function runRelay(rt: Runtime, options: RunRelayOptions = {}): Prom
         continue;
       }
       if (rows.length === 0) {
+        if (options.untilIdle) break;
         if (options.passes !== undefined && report.passes >= options.passes) break;
         if (!woken) {
           wake = new AbortController();
