@@ -8,6 +8,7 @@
  */
 import { createOutbox, listenNotifyWakeup, silentLogger } from '../src/index.js';
 import { benchConfig, nowMs, openSequelize } from './common.js';
+import { useAsyncCommit } from './experiments/async-commit-handlers.js';
 import { useJoinFreeRecord } from './experiments/join-free-record.js';
 import type { ChildMessage, ParentMessage, RelayWorkerOptions } from './protocol.js';
 
@@ -19,6 +20,7 @@ async function main(): Promise<void> {
   const options = JSON.parse(process.argv[2] ?? '{}') as RelayWorkerOptions;
   // Handlers run `concurrency` transactions at once, plus the claim and the record.
   const sequelize = openSequelize(options.concurrency + 2);
+  if (options.experiment === 'async-commit-handlers') useAsyncCommit(sequelize);
   // The probe handler's event number by delivery id, to time the acknowledgement too.
   const probed = new Map<string, number>();
   const config = benchConfig(options.kind, (e, deliveryId) => {

@@ -74,7 +74,10 @@ async function main(): Promise<void> {
           events,
           batchSize,
           concurrency,
-          experiment: experiment as Experiment | undefined,
+          experiment:
+            experiment === 'join-free-record' || experiment === 'async-commit-handlers'
+              ? (experiment as Experiment)
+              : undefined,
         });
       }
     }
@@ -88,7 +91,12 @@ async function main(): Promise<void> {
   if (only.has('write')) {
     const iterations = positiveInt('iterations', values.iterations);
     note(`write-cost: ${iterations} transactions of each kind …`);
-    await benchWriteCost({ iterations, rounds: 10, warmup: 200 });
+    await benchWriteCost({
+      iterations,
+      rounds: 10,
+      warmup: 200,
+      preparedInsert: experiment === 'prepared-insert',
+    });
   }
 }
 
