@@ -13,6 +13,7 @@ import { buildCatalogue, type Catalogue, listensFor, whatListensTo } from './int
 import { type OutboxEventMap, SafeEmitter } from './observe/events.js';
 import { consoleLogger, type OutboxLogger } from './observe/logger.js';
 import { newProcessId } from './relay/claim-token.js';
+import { deliverOne } from './relay/deliver-one.js';
 import { type DeliverPendingOptions, deliverPending } from './relay/deliver-pending.js';
 import { type RelayReport, type RunRelayOptions, runRelay } from './relay/run-relay.js';
 import { attachRuntime, type Runtime } from './runtime.js';
@@ -106,6 +107,12 @@ export interface Outbox<C extends OutboxConfig = OutboxConfig> {
   runRelay(options?: RunRelayOptions): Promise<RelayReport>;
   /** Claim and deliver what is owed now, through the relay's own path, and report. */
   deliverPending(options?: DeliverPendingOptions): Promise<Record<DeliveryStatus, number>>;
+  /**
+   * Run one delivery row now and record its outcome, through the relay's own claim (so a
+   * row that is not owed — settled, backing off, claimed, or behind its ordering key — is
+   * refused). Returns the status recorded, or `null` when it recorded none.
+   */
+  deliverOne(deliveryId: string): Promise<DeliveryStatus | null>;
   /** Count delivery rows by status: a quick look at the backlog. */
   countDeliveries(): Promise<Record<DeliveryStatus, number>>;
   /**
@@ -219,6 +226,7 @@ export function createOutbox<C extends OutboxConfig>(
       ),
     runRelay: (relayOptions) => runRelay(runtime, relayOptions),
     deliverPending: (pendingOptions) => deliverPending(runtime, pendingOptions),
+    deliverOne: (deliveryId) => deliverOne(runtime, deliveryId),
     countDeliveries: () => store.countDeliveries(),
     catalogue: () => buildCatalogue(config),
     whatListensTo: (event) => whatListensTo(config, event),

@@ -169,6 +169,7 @@ export class PostgresStore implements OutboxStore {
       o.ignoreBackoff ?? false,
       o.limit,
       o.excludeIds ?? [],
+      o.onlyIds ?? null,
     ]);
     return rows.map((r) => ({
       id: String(r.id),
@@ -312,7 +313,7 @@ export function postgresStatements(t: TableNames, notifyChannel: string | undefi
      * an earlier row of the same receiver and target still owed or dead is not owed yet, so
      * a batch holds at most one event per key and receiver. Rows are chosen by event
      * sequence, never by a high-water mark, so a transaction that commits late is not
-     * skipped. $7 ids to leave out.
+     * skipped. $7 ids to leave out; $8 the only ids to consider (NULL for all).
      * Reads the partial index deliveries_owed (event_id, id) and deliveries_key for the
      * ordering check. `id = ANY(ARRAY(...))` rather than `id IN (...)`: the IN form
      * sometimes plans a full scan of a large table.
@@ -330,6 +331,7 @@ export function postgresStatements(t: TableNames, notifyChannel: string | undefi
               OR ($5 AND c.status = 'failed' AND (c.due_at IS NULL OR c.due_at <= $4))
             )
             AND NOT (c.id = ANY($7::bigint[]))
+            AND ($8::bigint[] IS NULL OR c.id = ANY($8::bigint[]))
             AND (c.ordering_key IS NULL OR NOT EXISTS (
               SELECT 1 FROM ${t.deliveries} p
               WHERE p.receiver_key = c.receiver_key AND p.target = c.target

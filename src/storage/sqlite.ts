@@ -208,6 +208,7 @@ export class SqliteStore implements OutboxStore {
              OR ($5 AND c.status = 'failed' AND (c.due_at IS NULL OR c.due_at <= $4))
            )
            AND c.id NOT IN (SELECT value FROM json_each($7))
+           AND ($8 IS NULL OR c.id IN (SELECT value FROM json_each($8)))
            AND (c.ordering_key IS NULL OR NOT EXISTS (
              SELECT 1 FROM ${t.deliveries} p
              WHERE p.receiver_key = c.receiver_key AND p.target = c.target
@@ -226,6 +227,7 @@ export class SqliteStore implements OutboxStore {
         o.ignoreBackoff ? 1 : 0,
         o.limit,
         JSON.stringify((o.excludeIds ?? []).map(Number)),
+        o.onlyIds ? JSON.stringify(o.onlyIds.map(Number)) : null,
       ],
     );
     if (claimed.length === 0) return [];

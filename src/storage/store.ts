@@ -78,6 +78,8 @@ export interface ClaimOptions {
   readonly ignoreBackoff?: boolean;
   /** Leave these delivery ids out. */
   readonly excludeIds?: readonly string[];
+  /** Claim only among these delivery ids (`deliverOne`); every other condition still holds. */
+  readonly onlyIds?: readonly string[];
 }
 
 /** The recorded outcome of one attempt. */

@@ -44,7 +44,7 @@ describe.skipIf(!inject('pgAvailable'))('the claim plan on a large table [postgr
     ).claim;
     const at = new Date(Date.now() + 1000);
     const plan = await db.sequelize.query<{ 'QUERY PLAN': string }>(`EXPLAIN ${claim}`, {
-      bind: ['w', new Date(), new Date(Date.now() + 60_000), at, false, 500, []],
+      bind: ['w', new Date(), new Date(Date.now() + 60_000), at, false, 500, [], null],
       type: QueryTypes.SELECT,
     });
     const text = plan.map((r) => r['QUERY PLAN']).join('\n');
