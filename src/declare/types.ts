@@ -50,6 +50,11 @@ export const DELIVERY_STATUSES: readonly DeliveryStatus[] = [
   'cancelled',
 ];
 
+/** A count for every delivery status, all zero: the start of every report. */
+export function zeroCounts(): Record<DeliveryStatus, number> {
+  return { pending: 0, claimed: 0, succeeded: 0, failed: 0, dead: 0, orphaned: 0, cancelled: 0 };
+}
+
 /**
  * Declares a receiver for every event (a wildcard). Meant for transports that forward
  * events without knowing what they are; matched when an event is fired, so it also

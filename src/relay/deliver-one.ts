@@ -1,5 +1,6 @@
 import type { DeliveryStatus } from '../declare/types.js';
 import type { Runtime } from '../runtime.js';
+import { claimLeaseSeconds } from './claim-lease.js';
 import { newClaimToken } from './claim-token.js';
 import { deliverBatch } from './deliver-batch.js';
 
@@ -22,11 +23,7 @@ export async function deliverOne(rt: Runtime, deliveryId: string): Promise<Deliv
       `deliverOne(id) needs a delivery row id, a string of digits (got ${JSON.stringify(deliveryId)})`,
     );
   }
-  const settings = rt.config.settings;
-  const leaseSeconds = Math.max(
-    settings.leaseSeconds,
-    ...rt.config.receivers.map((r) => r.leaseSeconds ?? 0),
-  );
+  const leaseSeconds = claimLeaseSeconds(rt.config);
   const token = newClaimToken(`${rt.processId}:one`, rt.clock);
   const now = rt.clock();
   const rows = await rt.store.claim({

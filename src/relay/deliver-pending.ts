@@ -1,6 +1,7 @@
-import type { DeliveryStatus } from '../declare/types.js';
+import { type DeliveryStatus, zeroCounts } from '../declare/types.js';
 import { ConfigurationError } from '../errors/outbox-error.js';
 import type { Runtime } from '../runtime.js';
+import { claimLeaseSeconds } from './claim-lease.js';
 import { newClaimToken } from './claim-token.js';
 import { deliverBatch } from './deliver-batch.js';
 
@@ -42,20 +43,9 @@ export async function deliverPending(
       { path: 'limit' },
     );
   }
-  const counts: Record<DeliveryStatus, number> = {
-    pending: 0,
-    claimed: 0,
-    succeeded: 0,
-    failed: 0,
-    dead: 0,
-    orphaned: 0,
-    cancelled: 0,
-  };
+  const counts = zeroCounts();
   const settings = rt.config.settings;
-  const leaseSeconds = Math.max(
-    settings.leaseSeconds,
-    ...rt.config.receivers.map((r) => r.leaseSeconds ?? 0),
-  );
+  const leaseSeconds = claimLeaseSeconds(rt.config);
   const workerId = `${rt.processId}:pending`;
   // With a `now` ahead of the real clock, a row a receiver rescheduled in place (NotYet)
   // would be claimable again at once: such a row is attempted at most once per call. A

@@ -1,6 +1,7 @@
-import type { DeliveryStatus } from '../declare/types.js';
+import { type DeliveryStatus, zeroCounts } from '../declare/types.js';
 import { ConfigurationError } from '../errors/outbox-error.js';
 import type { Runtime } from '../runtime.js';
+import { claimLeaseSeconds } from './claim-lease.js';
 import { newClaimToken } from './claim-token.js';
 import { deliverBatch } from './deliver-batch.js';
 import { isTransientDatabaseError } from './transient.js';
@@ -116,10 +117,7 @@ export async function runRelay(rt: Runtime, options: RunRelayOptions = {}): Prom
   const pollMs = options.pollIntervalMs ?? settings.pollIntervalMs;
   const now = options.now ?? rt.clock;
   const sleep = options.sleep ?? abortableSleep;
-  const leaseSeconds = Math.max(
-    settings.leaseSeconds,
-    ...rt.config.receivers.map((r) => r.leaseSeconds ?? 0),
-  );
+  const leaseSeconds = claimLeaseSeconds(rt.config);
   const leaseMs = leaseSeconds * 1000;
 
   // A stop signal of our own, so wakeups can cut an idle wait short without stopping.
@@ -165,17 +163,7 @@ export async function runRelay(rt: Runtime, options: RunRelayOptions = {}): Prom
   let woken = false;
   let unsubscribe: (() => Promise<void>) | undefined;
 
-  const report: RelayReport = {
-    pending: 0,
-    claimed: 0,
-    succeeded: 0,
-    failed: 0,
-    dead: 0,
-    orphaned: 0,
-    cancelled: 0,
-    passes: 0,
-    handedBack: 0,
-  };
+  const report: RelayReport = { ...zeroCounts(), passes: 0, handedBack: 0 };
   let errorBackoffMs = pollMs;
   try {
     // Inside the try: a wakeup that cannot listen must not leave the lock held.

@@ -1,4 +1,4 @@
-import { DELIVERY_STATUSES, type DeliveryStatus } from '../declare/types.js';
+import { type DeliveryStatus, zeroCounts } from '../declare/types.js';
 import type { DeliveryRow, StoredEvent } from './store.js';
 
 /** A raw result row, as a driver hands it back. */
@@ -67,10 +67,7 @@ export function toDeliveryRow(r: Row): DeliveryRow {
 
 /** Turn `(status, n)` rows into a count for every status, zeros included. */
 export function countsFrom(rows: Row[]): Record<DeliveryStatus, number> {
-  const counts = Object.fromEntries(DELIVERY_STATUSES.map((s) => [s, 0])) as Record<
-    DeliveryStatus,
-    number
-  >;
+  const counts = zeroCounts();
   for (const row of rows) counts[row.status as DeliveryStatus] = Number(row.n);
   return counts;
 }
