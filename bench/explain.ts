@@ -1,19 +1,25 @@
 /**
- * The plans of the relay's two hot statements on a 50,000-row deliveries table.
+ * The plans of the relay's hot statements on a 50,000-row deliveries table.
  *
- * The statements are not copied here: a relay pass on a one-row table runs them through a
- * spying Sequelize logger, which keeps their exact text. Then the table is seeded and each
+ * The statements are not copied here: they are the text src/ runs, built by the store's own
+ * `postgresStatements(tableNames('outbox_', schema), …)`. The table is seeded and each
  * statement is run under EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) in a transaction that is
  * rolled back, with parameters bound by the contract their header comments document:
  * - claim `$1` worker, `$2` claimed at, `$3` lease until, `$4` now, `$5` ignore backoff,
- *   `$6` limit, `$7` ids to leave out;
+ *   `$6` limit, `$7` ids to leave out, `$8` the only ids to consider (NULL: all);
  * - record `$1..$7` outcome arrays (id, status, attempts, available_at, due_at, last_error,
- *   completed_at), `$8` worker, `$9` claimed at.
+ *   completed_at), `$8` worker, `$9` claimed at;
+ * - acknowledge `$1` worker, `$2` claimed at, `$3` the row, `$4` completed at.
  * The claim is explained before and after ANALYZE, and in the `id IN (SELECT …)` form the
- * issue warns about; the record right after a claim of 500 rows (all succeeded).
+ * issue warns about; the record right after a claim of 500 rows, once with every outcome
+ * succeeded and once with every outcome failed (retry later); the acknowledgement of one
+ * claimed row. src/ runs the acknowledgement as a prepared statement (after five runs
+ * PostgreSQL may switch it to a generic plan); EXPLAIN here shows the custom plan.
  */
 import { QueryTypes, type Sequelize, type Transaction } from 'sequelize';
 import { createOutbox, silentLogger } from '../src/index.js';
+import { postgresStatements } from '../src/storage/postgres.js';
+import { tableNames } from '../src/storage/tables.js';
 import {
   benchConfig,
   dropSchema,
@@ -49,14 +55,10 @@ interface ExplainResult {
   readonly plan: PlanNode;
 }
 
-const CAPTURE_BATCH = 7;
+type OutcomeKind = 'succeeded' | 'failed';
 
 export async function benchExplain(o: ExplainOptions): Promise<Record<string, unknown>[]> {
-  const statements: string[] = [];
-  let spying = false;
-  const sequelize = openSequelize(2, (sql) => {
-    if (spying) statements.push(sql.replace(/^Executing \([^)]*\): /, ''));
-  });
+  const sequelize = openSequelize(2);
   const schema = newSchemaName();
   const figures: Record<string, unknown>[] = [];
   try {
@@ -67,21 +69,9 @@ export async function benchExplain(o: ExplainOptions): Promise<Record<string, un
       logger: silentLogger,
     });
     await outbox.migrate();
-    await outbox.fire('bench.Ping', { n: -1, note: 'capture' });
-    spying = true;
-    await outbox.runRelay({ passes: 1, batchSize: CAPTURE_BATCH });
-    spying = false;
-    const claimAt = statements.findIndex((s) => s.includes('SKIP LOCKED'));
-    const claimSql = statements[claimAt];
-    const recordSql = statements
-      .slice(claimAt + 1)
-      .find((s) => /^\s*(WITH[\s\S]*)?UPDATE/i.test(s));
-    if (!claimSql || !recordSql) {
-      throw new Error(
-        `could not capture the claim and record statements: ${statements.length} seen`,
-      );
-    }
-
+    // The text src/ runs (the default table prefix; no notify channel, as above).
+    const sql = postgresStatements(tableNames('outbox_', schema), undefined);
+    const claimSql = sql.claim;
     await seedBacklog(outbox, o.rows);
     await outbox.close();
 
@@ -95,6 +85,7 @@ export async function benchExplain(o: ExplainOptions): Promise<Record<string, un
         false,
         o.batchSize,
         [],
+        null,
       ];
     };
     const inForm = toInSubquery(claimSql);
@@ -108,7 +99,9 @@ export async function benchExplain(o: ExplainOptions): Promise<Record<string, un
       ...(inForm ? [{ label: 'claim', stats: 'analyzed', form: 'in-subquery', sql: inForm }] : []),
     ];
     for (const c of analyzed) figures.push(await explainClaim(sequelize, c, claimBind));
-    figures.push(await explainRecord(sequelize, claimSql, recordSql, claimBind));
+    for (const kind of ['succeeded', 'failed'] as const)
+      figures.push(await explainRecord(sequelize, claimSql, sql.record, claimBind, kind));
+    figures.push(await explainAcknowledge(sequelize, claimSql, sql.acknowledge, claimBind));
     for (const f of figures) emit(f);
     return figures;
   } finally {
@@ -138,6 +131,7 @@ export async function benchExplain(o: ExplainOptions): Promise<Record<string, un
     claim: string,
     record: string,
     bind: () => unknown[],
+    kind: OutcomeKind,
   ): Promise<Record<string, unknown>> {
     const runs: ExplainResult[] = [];
     for (let i = 0; i < 3; i++) {
@@ -150,16 +144,18 @@ export async function benchExplain(o: ExplainOptions): Promise<Record<string, un
             type: QueryTypes.SELECT,
           })) as { id: string; attempts: number }[];
           const now = new Date();
+          const retryAt = new Date(now.getTime() + 30_000);
+          const failed = kind === 'failed';
           return explain(
             s,
             record,
             [
               claimed.map((r) => r.id),
-              claimed.map(() => 'succeeded'),
+              claimed.map(() => kind),
               claimed.map((r) => Number(r.attempts) + 1),
+              claimed.map(() => (failed ? retryAt : null)),
               claimed.map(() => null),
-              claimed.map(() => null),
-              claimed.map(() => null),
+              claimed.map(() => (failed ? 'Error: bench failure' : null)),
               claimed.map(() => now),
               b[0],
               b[1],
@@ -170,15 +166,43 @@ export async function benchExplain(o: ExplainOptions): Promise<Record<string, un
       );
     }
     return summarize(
-      'record (all succeeded, stats: analyzed)',
-      { statement: 'record', stats: 'analyzed', form: 'current' },
+      `record (all ${kind}, stats: analyzed)`,
+      { statement: 'record', stats: 'analyzed', outcomes: kind },
+      runs,
+    );
+  }
+
+  async function explainAcknowledge(
+    s: Sequelize,
+    claim: string,
+    acknowledge: string,
+    bind: () => unknown[],
+  ): Promise<Record<string, unknown>> {
+    const runs: ExplainResult[] = [];
+    for (let i = 0; i < 3; i++) {
+      runs.push(
+        await inRolledBack(s, async (t) => {
+          const b = bind();
+          b[5] = 1;
+          const claimed = (await s.query(claim, {
+            bind: b,
+            transaction: t,
+            type: QueryTypes.SELECT,
+          })) as { id: string }[];
+          return explain(s, acknowledge, [b[0], b[1], claimed[0]?.id, new Date()], t);
+        }),
+      );
+    }
+    return summarize(
+      'acknowledge (one claimed row, stats: analyzed)',
+      { statement: 'acknowledge', stats: 'analyzed', limit: 1 },
       runs,
     );
   }
 
   function summarize(
     title: string,
-    labels: Record<string, string>,
+    labels: Record<string, string | number>,
     runs: ExplainResult[],
   ): Record<string, unknown> {
     const sorted = [...runs].sort((a, b) => a.executionMs - b.executionMs);
@@ -189,9 +213,9 @@ export async function benchExplain(o: ExplainOptions): Promise<Record<string, un
     );
     return {
       bench: 'explain',
-      ...labels,
       tableRows: o.rows,
       limit: o.batchSize,
+      ...labels,
       executionMs: round(median.executionMs),
       planningMs: round(median.planningMs),
       seqScanOnDeliveries: nodes.some(

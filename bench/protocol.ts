@@ -9,11 +9,7 @@
 import type { ReceiverKind } from './common.js';
 
 /** The experiments a relay process can patch in. */
-export const EXPERIMENTS = [
-  'join-free-record',
-  'prepared-insert',
-  'async-commit-handlers',
-] as const;
+export const EXPERIMENTS = ['async-commit-handlers'] as const;
 export type Experiment = (typeof EXPERIMENTS)[number];
 
 /** How a relay process is set up, passed as its one argument (JSON). */

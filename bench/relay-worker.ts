@@ -9,7 +9,6 @@
 import { createOutbox, listenNotifyWakeup, silentLogger } from '../src/index.js';
 import { benchConfig, nowMs, openSequelize } from './common.js';
 import { useAsyncCommit } from './experiments/async-commit-handlers.js';
-import { useJoinFreeRecord } from './experiments/join-free-record.js';
 import type { ChildMessage, ParentMessage, RelayWorkerOptions } from './protocol.js';
 
 function send(message: ChildMessage): void {
@@ -35,8 +34,6 @@ async function main(): Promise<void> {
     wakeup: options.notifyChannel ? listenNotifyWakeup({ channel: options.notifyChannel }) : null,
     logger: silentLogger,
   });
-
-  if (options.experiment === 'join-free-record') useJoinFreeRecord(outbox, options.schema);
 
   let delivered = 0;
   let progressQueued = false;

@@ -6,6 +6,7 @@
  *   npm run bench -- --only drain,latency      # some of: environment, explain, drain, latency, write
  *   npm run bench -- --events 20000            # a smaller backlog for the drains
  *   npm run bench -- --receivers noop-handler --relays 4
+ *   npm run bench -- --only drain --receivers noop-handler --experiment async-commit-handlers
  *
  * Each part works in a fresh schema (`bench_<hex>`) that it drops afterwards, also on failure.
  */
@@ -60,7 +61,7 @@ async function main(): Promise<void> {
 
   if (only.has('environment')) await environment();
   if (only.has('explain')) {
-    note('explain: the claim and record statements on a 50,000-row table …');
+    note('explain: the claim, record and acknowledge statements on a 50,000-row table …');
     await benchExplain({ rows: 50_000, batchSize });
   }
   if (only.has('drain')) {
@@ -74,10 +75,7 @@ async function main(): Promise<void> {
           events,
           batchSize,
           concurrency,
-          experiment:
-            experiment === 'join-free-record' || experiment === 'async-commit-handlers'
-              ? (experiment as Experiment)
-              : undefined,
+          experiment: experiment as Experiment | undefined,
         });
       }
     }
@@ -91,12 +89,7 @@ async function main(): Promise<void> {
   if (only.has('write')) {
     const iterations = positiveInt('iterations', values.iterations);
     note(`write-cost: ${iterations} transactions of each kind …`);
-    await benchWriteCost({
-      iterations,
-      rounds: 10,
-      warmup: 200,
-      preparedInsert: experiment === 'prepared-insert',
-    });
+    await benchWriteCost({ iterations, rounds: 10, warmup: 200 });
   }
 }
 

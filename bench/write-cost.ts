@@ -15,7 +15,6 @@ import type { Sequelize, Transaction } from 'sequelize';
 import { z } from 'zod';
 import { createOutbox, defineOutbox, event, receiver, silentLogger } from '../src/index.js';
 import { dropSchema, emit, newSchemaName, note, openSequelize, quantile, round } from './common.js';
-import { usePreparedInsert } from './experiments/prepared-insert.js';
 
 export interface WriteCostOptions {
   /** Timed transactions per variant. */
@@ -24,8 +23,6 @@ export interface WriteCostOptions {
   readonly rounds: number;
   /** Untimed transactions per variant first. */
   readonly warmup: number;
-  /** Send fire()'s INSERT as a prepared statement (a proposed src/ change). */
-  readonly preparedInsert?: boolean;
 }
 
 const OrderPlaced = event({
@@ -67,17 +64,6 @@ export async function benchWriteCost(o: WriteCostOptions): Promise<Record<string
         raw: true,
       });
 
-    if (o.preparedInsert) {
-      await usePreparedInsert(sequelize, () =>
-        sequelize.transaction((transaction) =>
-          outbox.fire(
-            'bench.OrderPlaced',
-            { orderId: 'o', customer: 'c', total: '1.00' },
-            { transaction },
-          ),
-        ),
-      );
-    }
     let seq = 0;
     const run = async (variant: Variant): Promise<number> => {
       const customer = `c${seq++}`;
@@ -119,7 +105,6 @@ export async function benchWriteCost(o: WriteCostOptions): Promise<Record<string
     const { none, bare, fire } = stats;
     const figure = {
       bench: 'write-cost',
-      ...(o.preparedInsert ? { experiment: 'prepared-insert' } : {}),
       iterations: perRound * o.rounds,
       rounds: o.rounds,
       meanMs: { none: round(none.mean), bare: round(bare.mean), fire: round(fire.mean) },
@@ -157,7 +142,7 @@ async function checkRows(
   o: WriteCostOptions,
   perRound: number,
 ): Promise<void> {
-  const expected = 2 * (o.warmup + perRound * o.rounds) + (o.preparedInsert ? 1 : 0);
+  const expected = 2 * (o.warmup + perRound * o.rounds);
   const [rows] = (await sequelize.query(
     `SELECT (SELECT count(*) FROM "${schema}"."outbox_events")::int AS events,
             (SELECT count(*) FROM "${schema}"."outbox_deliveries")::int AS deliveries`,
