@@ -50,6 +50,15 @@ export interface CreateOutboxOptions {
   readonly clock?: () => Date;
   /** A value in [0, 1) for the backoff's full jitter. @defaultValue `Math.random` */
   readonly jitter?: () => number;
+  /**
+   * PostgreSQL: run `fire()`'s statement and the handler acknowledgement as named prepared
+   * statements on the transaction's connection, parsed and planned once per connection
+   * (a third of the statement's cost on the hot path). Turn it off behind a pooler that
+   * cannot carry prepared statements across transactions (PgBouncer in transaction mode
+   * before 1.21).
+   * @defaultValue true
+   */
+  readonly preparedStatements?: boolean;
 }
 
 type Events<C> = C extends OutboxConfig<infer E> ? E : never;
@@ -185,8 +194,14 @@ export function createOutbox<C extends OutboxConfig>(
   if (wakeup && isAttachable(wakeup)) wakeup.attach(sequelize);
   const tables = tableNames(options.tablePrefix ?? 'outbox_', options.schema);
   let store: OutboxStore;
-  if (dialect === 'postgres') store = new PostgresStore(sequelize, tables, wakeup?.notifyChannel);
-  else if (dialect === 'sqlite') store = new SqliteStore(sequelize, tables);
+  if (dialect === 'postgres') {
+    store = new PostgresStore(
+      sequelize,
+      tables,
+      wakeup?.notifyChannel,
+      options.preparedStatements ?? true,
+    );
+  } else if (dialect === 'sqlite') store = new SqliteStore(sequelize, tables);
   else {
     throw new ConfigurationError(
       `outboxkit supports PostgreSQL and SQLite; this Sequelize uses ${dialect}`,

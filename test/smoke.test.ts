@@ -1,3 +1,4 @@
+import { QueryTypes } from 'sequelize';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { z } from 'zod';
 import { createOutbox, defineOutbox, event, receiver } from '../src/index.js';
@@ -58,6 +59,59 @@ describeEachDialect('smoke', (dialect) => {
     expect((await outbox.countDeliveries()).pending).toBe(0);
     await outbox.close();
   });
+
+  it('fire and handlers work the same without prepared statements', async () => {
+    const outbox = createOutbox(config, {
+      ...db.outboxOptions,
+      preparedStatements: false,
+      wakeup: null,
+    });
+    const before = seen.length;
+    await outbox.fire('shop.OrderPlaced', { orderId: 'unprepared', at: new Date() });
+    await drainOutbox(outbox);
+    expect(seen.slice(before)).toEqual(['unprepared']);
+    if (dialect.name === 'postgres') {
+      // A fresh connection, which no earlier test has prepared anything on.
+      const fresh = db.connectAgain();
+      const unprepared = createOutbox(config, {
+        ...db.outboxOptions,
+        sequelize: fresh,
+        preparedStatements: false,
+        wakeup: null,
+      });
+      const names = await fresh.transaction(async (transaction) => {
+        await unprepared.fire(
+          'shop.OrderPlaced',
+          { orderId: 'still-unprepared', at: new Date() },
+          { transaction },
+        );
+        return fresh.query<{ name: string }>('SELECT name FROM pg_prepared_statements', {
+          type: QueryTypes.SELECT,
+          transaction,
+        });
+      });
+      expect(names.filter((n) => n.name.startsWith('outboxkit_insert_'))).toEqual([]);
+    }
+  });
+
+  it.runIf(dialect.name === 'postgres')(
+    'fire() prepares its statement on the transaction connection',
+    async () => {
+      const outbox = createOutbox(config, { ...db.outboxOptions, wakeup: null });
+      const names = await db.sequelize.transaction(async (transaction) => {
+        await outbox.fire(
+          'shop.OrderPlaced',
+          { orderId: 'prepared', at: new Date() },
+          { transaction },
+        );
+        return db.sequelize.query<{ name: string }>('SELECT name FROM pg_prepared_statements', {
+          type: QueryTypes.SELECT,
+          transaction,
+        });
+      });
+      expect(names.some((n) => n.name.startsWith('outboxkit_insert_'))).toBe(true);
+    },
+  );
 
   it('describes itself: catalogue, whatListensTo, listensFor', () => {
     const outbox = createOutbox(config, db.outboxOptions);

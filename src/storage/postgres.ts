@@ -29,6 +29,8 @@ export class PostgresStore implements OutboxStore {
     private readonly t: TableNames,
     /** The LISTEN/NOTIFY channel to signal in the write's own transaction, if any. */
     private readonly notifyChannel: string | undefined,
+    /** Whether the hot statements may be named prepared statements (see createOutbox). */
+    private readonly preparedStatements = true,
   ) {
     this.#sql = postgresStatements(t, notifyChannel);
     this.#insertName = preparedName('insert', this.#sql.insertEvents);
@@ -55,7 +57,7 @@ export class PostgresStore implements OutboxStore {
     transaction: Transaction,
   ): Promise<T[]> {
     const client = (transaction as unknown as { connection?: PreparedClient }).connection;
-    if (!client || typeof client.query !== 'function')
+    if (!this.preparedStatements || !client || typeof client.query !== 'function')
       return this.#select<T>(text, values, transaction);
     const result = await client.query({ name, text, values });
     return result.rows as T[];
