@@ -1,6 +1,7 @@
 import { type DeliveryStatus, zeroCounts } from '../declare/types.js';
 import { ConfigurationError } from '../errors/outbox-error.js';
 import type { Runtime } from '../runtime.js';
+import type { ClaimedDelivery, ClaimToken } from '../storage/store.js';
 import { claimLeaseSeconds } from './claim-lease.js';
 import { newClaimToken } from './claim-token.js';
 import { deliverBatch } from './deliver-batch.js';
@@ -159,18 +160,82 @@ export async function runRelay(rt: Runtime, options: RunRelayOptions = {}): Prom
     : undefined;
   lockTimer?.unref();
 
-  let wake: AbortController = new AbortController();
+  // An idle wait ends early on a wakeup or a stop: one controller per wait, aborted by
+  // either (cheaper than AbortSignal.any per wait, which piles up signals for the GC).
+  let idle: AbortController | undefined;
   let woken = false;
+  const wakeWaiters: (() => void)[] = [];
+  const interruptIdle = () => {
+    idle?.abort();
+    for (const resolve of wakeWaiters.splice(0)) resolve();
+  };
+  /** Wait until a batch in hand finishes, or a wakeup (or a stop) arrives. */
+  const untilBatchOrWake = async (): Promise<void> => {
+    let resolveWake!: () => void;
+    const wake = new Promise<void>((resolve) => {
+      resolveWake = resolve;
+    });
+    wakeWaiters.push(resolveWake);
+    try {
+      await Promise.race([...inFlight, wake]);
+    } finally {
+      const at = wakeWaiters.indexOf(resolveWake);
+      if (at >= 0) wakeWaiters.splice(at, 1);
+    }
+  };
+  // PostgreSQL: while a batch is delivered, a wakeup starts the next claim at once instead
+  // of queueing behind the batch (a new event's latency is then not the rest of the batch
+  // in hand). The claim's ordering check holds back a key with an event in flight, so two
+  // batches never hold one key's events. SQLite has one writer: one batch at a time.
+  const maxInFlight = rt.store.supportsSkipLocked ? 2 : 1;
+  const inFlight = new Set<Promise<void>>();
+  stop.signal.addEventListener('abort', interruptIdle, { once: true });
   let unsubscribe: (() => Promise<void>) | undefined;
 
   const report: RelayReport = { ...zeroCounts(), passes: 0, handedBack: 0 };
+
+  /** Deliver one claimed batch and add its outcomes to the report; never throws. */
+  async function runBatch(rows: ClaimedDelivery[], token: ClaimToken): Promise<void> {
+    let batch: Awaited<ReturnType<typeof deliverBatch>>;
+    try {
+      batch = await deliverBatch(rt, rows, token, {
+        concurrency,
+        signal: stop.signal,
+        leaseSeconds,
+        // Record retries wait on the relay's sleep, but are not cut short by a stop:
+        // the record is written even when the relay is stopping.
+        sleep: (ms) => sleep(ms, NEVER),
+      });
+    } catch (error) {
+      // A fault of our own (a receiver's failure is an outcome, never a throw). The loop
+      // goes on; whatever the batch left claimed is handed back at once rather than
+      // when its lease lapses (the compare-and-set leaves settled rows alone).
+      rt.logger.error('delivering a batch failed; its unsettled rows are handed back', {
+        error: (error as Error)?.message ?? String(error),
+      });
+      await rt.store
+        .release(
+          rows.map((r) => r.id),
+          token,
+          rt.clock(),
+        )
+        .catch(() => {});
+      await sleep(errorBackoffMs, stop.signal);
+      errorBackoffMs = Math.min(errorBackoffMs * 2, MAX_ERROR_BACKOFF_MS);
+      return;
+    }
+    for (const [status, n] of Object.entries(batch.counts))
+      report[status as DeliveryStatus] += n ?? 0;
+    report.handedBack += batch.handedBack;
+  }
+
   let errorBackoffMs = pollMs;
   try {
     // Inside the try: a wakeup that cannot listen must not leave the lock held.
     unsubscribe = rt.wakeup
       ? await rt.wakeup.listen(() => {
           woken = true;
-          wake.abort();
+          interruptIdle();
         })
       : undefined;
     while (
@@ -202,51 +267,35 @@ export async function runRelay(rt: Runtime, options: RunRelayOptions = {}): Prom
         continue;
       }
       if (rows.length === 0) {
+        if (inFlight.size > 0) {
+          // Not idle while a batch is in hand: wait for it (or a wakeup), then claim again.
+          if (!woken) await untilBatchOrWake();
+          continue;
+        }
         if (options.untilIdle) break;
         if (options.passes !== undefined && report.passes >= options.passes) break;
-        if (!woken) {
-          wake = new AbortController();
-          const both = AbortSignal.any([wake.signal, stop.signal]);
-          await sleep(pollMs, both);
+        if (!woken && !stop.signal.aborted) {
+          idle = new AbortController();
+          await sleep(pollMs, idle.signal);
+          idle = undefined;
         }
         continue;
       }
-      let batch: Awaited<ReturnType<typeof deliverBatch>>;
-      try {
-        batch = await deliverBatch(rt, rows, token, {
-          concurrency,
-          signal: stop.signal,
-          leaseSeconds,
-          // Record retries wait on the relay's sleep, but are not cut short by a stop:
-          // the record is written even when the relay is stopping.
-          sleep: (ms) => sleep(ms, NEVER),
-        });
-      } catch (error) {
-        // A fault of our own (a receiver's failure is an outcome, never a throw). The loop
-        // goes on; whatever the batch left claimed is handed back at once rather than
-        // when its lease lapses (the compare-and-set leaves settled rows alone).
-        rt.logger.error('delivering a batch failed; its unsettled rows are handed back', {
-          error: (error as Error)?.message ?? String(error),
-        });
-        await rt.store
-          .release(
-            rows.map((r) => r.id),
-            token,
-            rt.clock(),
-          )
-          .catch(() => {});
-        await sleep(errorBackoffMs, stop.signal);
-        errorBackoffMs = Math.min(errorBackoffMs * 2, MAX_ERROR_BACKOFF_MS);
-        continue;
-      }
-      for (const [status, n] of Object.entries(batch.counts))
-        report[status as DeliveryStatus] += n ?? 0;
-      report.handedBack += batch.handedBack;
+      const running: Promise<void> = runBatch(rows, token).finally(() => inFlight.delete(running));
+      inFlight.add(running);
+      // Claim again when a batch slot is free and there is reason to: the batch finished
+      // (a backlog drains batch after batch) or a wakeup said something new was written.
+      if (inFlight.size >= maxInFlight) await Promise.race(inFlight);
+      else if (!woken) await untilBatchOrWake();
     }
   } finally {
+    // Every batch in hand finishes (a stop hands its unstarted rows back) before the
+    // relay lets go of its wakeup and its lock.
+    await Promise.allSettled([...inFlight]);
     clearInterval(lockTimer);
     await lockRenewal.catch(() => {});
     options.signal?.removeEventListener('abort', onStop);
+    stop.signal.removeEventListener('abort', interruptIdle);
     await unsubscribe?.().catch((error) =>
       rt.logger.warn('could not stop listening for wakeups', { error }),
     );

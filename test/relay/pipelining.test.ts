@@ -1,0 +1,70 @@
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { z } from 'zod';
+import {
+  createOutbox,
+  defineOutbox,
+  event,
+  inProcessWakeup,
+  receiver,
+  silentLogger,
+} from '../../src/index.js';
+import { postgresTestSchema, type TestDatabase } from '../../testing/databases.js';
+
+describe.skipIf(!inject('pgAvailable'))('relay: a wakeup during a batch [postgres]', () => {
+  let db: TestDatabase;
+  beforeAll(async () => {
+    db = await postgresTestSchema();
+  });
+  afterAll(() => db.cleanup());
+
+  it('a wakeup while a batch is delivered starts the next claim at once, instead of queueing behind the batch', async () => {
+    const log: string[] = [];
+    let releaseSlow!: () => void;
+    const slowMayFinish = new Promise<void>((resolve) => {
+      releaseSlow = resolve;
+    });
+    const Job = event({ schema: z.object({ label: z.string() }) });
+    const config = defineOutbox({
+      events: { 'jobs.Job': Job },
+      receivers: {
+        'jobs.run': receiver(Job, {
+          handle: async (e) => {
+            log.push(`start ${e.payload.label}`);
+            if (e.payload.label === 'slow') await slowMayFinish;
+            log.push(`end ${e.payload.label}`);
+          },
+        }),
+      },
+    });
+    const outbox = createOutbox(config, {
+      ...db.outboxOptions,
+      wakeup: inProcessWakeup(),
+      logger: silentLogger,
+    });
+    await outbox.migrate();
+    const stop = new AbortController();
+    const relay = outbox.runRelay({ signal: stop.signal, pollIntervalMs: 60_000 });
+    try {
+      await outbox.fire('jobs.Job', { label: 'slow' });
+      await waitFor(() => log.includes('start slow'));
+      await outbox.fire('jobs.Job', { label: 'quick' });
+      await waitFor(() => log.includes('end quick'));
+      expect(log).toEqual(['start slow', 'start quick', 'end quick']);
+    } finally {
+      releaseSlow();
+      stop.abort();
+      await relay;
+    }
+    expect(log).toEqual(['start slow', 'start quick', 'end quick', 'end slow']);
+    expect((await outbox.countDeliveries()).succeeded).toBe(2);
+    await outbox.close();
+  });
+});
+
+async function waitFor(condition: () => boolean, ms = 5000): Promise<void> {
+  const until = Date.now() + ms;
+  while (!condition()) {
+    if (Date.now() > until) throw new Error('timed out waiting');
+    await new Promise((resolve) => setTimeout(resolve, 5));
+  }
+}
