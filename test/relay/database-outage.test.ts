@@ -71,6 +71,21 @@ describePostgres('relay: surviving the database', (dialect) => {
 
   const Order = event({ schema: z.object({ n: z.number() }) });
 
+  /** An outbox on a PostgreSQL server that is not there: every claim it makes fails. */
+  function unreachableOutbox() {
+    const nowhere = new Sequelize('postgres://postgres@127.0.0.1:1/test', {
+      logging: false,
+      pool: { max: 1, acquire: 2_000 },
+    });
+    const config = defineOutbox({
+      events: { 'shop.Order': Order },
+      receivers: { 'shop.ship': receiver(Order, { handle: () => {} }) },
+    });
+    const logger = captureLogger();
+    const outbox = createOutbox(config, { sequelize: nowhere, wakeup: null, logger });
+    return { nowhere, logger, outbox };
+  }
+
   it('the relay survives its database: a lost connection is logged, the claim backs off, and everything is delivered once it is back', async () => {
     const proxy = await cuttableProxy(new URL(postgresUrl()));
     const url = new URL(postgresUrl());
@@ -200,16 +215,7 @@ describePostgres('relay: surviving the database', (dialect) => {
 
   it('the wait after failed claims doubles from the poll interval up to 15 seconds', async () => {
     // A relay whose every claim fails: an outbox on a server that is not there.
-    const nowhere = new Sequelize('postgres://postgres@127.0.0.1:1/test', {
-      logging: false,
-      pool: { max: 1, acquire: 2_000 },
-    });
-    const config = defineOutbox({
-      events: { 'shop.Order': Order },
-      receivers: { 'shop.ship': receiver(Order, { handle: () => {} }) },
-    });
-    const logger = captureLogger();
-    const outbox = createOutbox(config, { sequelize: nowhere, wakeup: null, logger });
+    const { nowhere, logger, outbox } = unreachableOutbox();
     const waits: number[] = [];
     try {
       const report = await outbox.runRelay({
@@ -228,16 +234,7 @@ describePostgres('relay: surviving the database', (dialect) => {
   });
 
   it('a relay backing off after failed claims stops as soon as it is asked', async () => {
-    const nowhere = new Sequelize('postgres://postgres@127.0.0.1:1/test', {
-      logging: false,
-      pool: { max: 1, acquire: 2_000 },
-    });
-    const config = defineOutbox({
-      events: { 'shop.Order': Order },
-      receivers: { 'shop.ship': receiver(Order, { handle: () => {} }) },
-    });
-    const logger = captureLogger();
-    const outbox = createOutbox(config, { sequelize: nowhere, wakeup: null, logger });
+    const { nowhere, logger, outbox } = unreachableOutbox();
     const stop = new AbortController();
     try {
       // The real, abortable sleep, backing off from a poll interval of a minute.

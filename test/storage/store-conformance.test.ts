@@ -68,11 +68,11 @@ describeEachDialect('OutboxStore conformance', (dialect) => {
     await outbox.fire('a.Happened', { n: 2 });
     const rows = await claim('w', at(1), 3);
     expect(
-      rows.map((r) => [(r.event.payload as string | { n: number }) && r.event.name, r.receiverKey]),
+      rows.map((r) => [r.event.name, (decode(r.event.payload) as { n: number }).n, r.receiverKey]),
     ).toEqual([
-      ['a.Happened', 'r.one'],
-      ['a.Happened', 'r.two'],
-      ['a.Happened', 'r.one'],
+      ['a.Happened', 1, 'r.one'],
+      ['a.Happened', 1, 'r.two'],
+      ['a.Happened', 2, 'r.one'],
     ]);
     expect(Number(rows[0].event.sequence)).toBeLessThan(Number(rows[2].event.sequence));
     expect(rows[0].attempts).toBe(0);
