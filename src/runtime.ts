@@ -1,9 +1,63 @@
-import type { Sequelize } from 'sequelize';
+import type { Sequelize, Transaction } from 'sequelize';
 import type { OutboxConfig } from './declare/define-outbox.js';
 import type { SafeEmitter } from './observe/events.js';
 import type { OutboxLogger } from './observe/logger.js';
 import type { OutboxStore } from './storage/store.js';
 import type { OutboxWakeup } from './wakeups/wakeup.js';
+
+/** A timer the {@link Scheduler} started; pass it back to cancel it. */
+export interface TimerHandle {
+  readonly cancel: () => void;
+}
+
+/**
+ * Every timer the outbox starts goes through one of these, beside the clock, so a test can
+ * move time instead of sleeping through it: the lease keeper's renewals, an attempt's
+ * timeout, the relay's idle wait and its backoffs after a database error.
+ *
+ * The default ({@link realScheduler}) is Node's timers, unref'd so an idle outbox never
+ * keeps a process alive.
+ */
+export interface Scheduler {
+  /** Run `fn` once after `ms` milliseconds. */
+  setTimeout(fn: () => void, ms: number): TimerHandle;
+  /** Resolve after `ms` milliseconds, or at once when `signal` aborts (never rejects). */
+  sleep(ms: number, signal?: AbortSignal): Promise<void>;
+}
+
+/** Node's own timers, unref'd. */
+export const realScheduler: Scheduler = {
+  setTimeout(fn, ms) {
+    const timer = setTimeout(fn, ms);
+    timer.unref();
+    return { cancel: () => clearTimeout(timer) };
+  },
+  sleep(ms, signal) {
+    return new Promise((resolve) => {
+      if (signal?.aborted) return resolve();
+      const timer = setTimeout(done, ms);
+      function done() {
+        clearTimeout(timer);
+        signal?.removeEventListener('abort', done);
+        resolve();
+      }
+      signal?.addEventListener('abort', done, { once: true });
+    });
+  },
+};
+
+/**
+ * What one outbox instance keeps between calls. Per runtime, never per module, so two
+ * outboxes in one process (or one transaction) never see each other's state.
+ */
+export interface RuntimeState {
+  /** The last claim time handed out, so claim tokens strictly increase (see newClaimToken). */
+  lastClaimMs: number;
+  /** How many relays this outbox started: names them `relay-N`. */
+  relays: number;
+  /** The topics fired in each open transaction, signalled once it has really committed. */
+  readonly pendingSignals: WeakMap<Transaction, Set<string>>;
+}
 
 /**
  * What fire, the relay and the test harness share about one outbox instance. Internal:
@@ -18,10 +72,19 @@ export interface Runtime {
   readonly events: SafeEmitter;
   /** The real clock: when rows are recorded and attempts run. */
   readonly clock: () => Date;
+  /** Every timer goes through it, so tests move time (see {@link Scheduler}). */
+  readonly scheduler: Scheduler;
   /** A value in [0, 1) for the backoff's full jitter. */
   readonly jitter: () => number;
   /** host:pid:random, the prefix of every worker id this process uses. */
   readonly processId: string;
+  /** Mutable state of this instance alone. */
+  readonly state: RuntimeState;
+}
+
+/** A fresh {@link RuntimeState}. */
+export function newRuntimeState(): RuntimeState {
+  return { lastClaimMs: 0, relays: 0, pendingSignals: new WeakMap() };
 }
 
 const RUNTIME = Symbol.for('outboxkit.runtime');

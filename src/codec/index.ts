@@ -1,1 +1,2 @@
 export { decodeJson, encodeJson } from './json.js';
+export { decodeEvent } from './decode-event.js';

@@ -22,9 +22,12 @@ export { isReceiverDefinition, receiver } from './receiver.js';
 export type { OutboxSettings, ResolvedSettings } from './settings.js';
 export { DEFAULT_SETTINGS } from './settings.js';
 export type {
+  DeliveryCallOptions,
   DeliveryContext,
   DeliveryFailure,
+  DeliveryItem,
   DeliveryMode,
+  DeliveryResult,
   DeliveryStatus,
   Handler,
   JsonValue,

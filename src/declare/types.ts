@@ -103,6 +103,8 @@ export interface DeliveryContext {
   readonly attempt: number;
   /** The fan-out target of this delivery; blank for a receiver without targets. */
   readonly target: string;
+  /** When this delivery was due (a scheduled reaction); `null` when it was owed at once. */
+  readonly dueAt: Date | null;
   /**
    * The transaction to do database work in. For a durable handler it is the transaction
    * that also records the acknowledgement, so work in the same database commits exactly
@@ -110,7 +112,11 @@ export interface DeliveryContext {
    * the firing transaction. Absent for `onCommit` receivers and transports.
    */
   readonly transaction?: Transaction;
-  /** Aborted when the relay is asked to stop; a long handler may check it. */
+  /**
+   * Aborted when this attempt must end: its time limit ran out (the reason is a
+   * `DeliveryTimeout`) or the relay was told to stop. A handler passes it on to what it
+   * awaits, so a timed-out handler stops querying a transaction that has been rolled back.
+   */
   readonly signal?: AbortSignal;
 }
 
@@ -120,22 +126,58 @@ export type Handler<P = unknown> = (
   context: DeliveryContext,
 ) => unknown | Promise<unknown>;
 
+/** One event of a transport's batch, with the delivery it is for. */
+export interface DeliveryItem {
+  readonly event: OutboxEvent;
+  readonly context: DeliveryContext;
+}
+
 /**
- * A transport: sends events outside any transaction, a batch at a time.
+ * What a transport says about one item of its batch.
  *
- * Implement `deliver` for one event at a time (the relay runs up to the relay's
- * `concurrency` at once), or `deliverBatch` to send a whole batch in one call (a Kafka
- * produce, a Redis pipeline). `deliverBatch` resolves to nothing when every event went, or
- * to an array with one entry per event: `undefined`/`null` for sent, an error for failed.
- * A throw fails the whole batch.
+ * - `sent`: delivered; recorded succeeded.
+ * - `failed`: not delivered; an ordinary failed attempt (a `PermanentFailure` as `error`
+ *   dead-letters it at once).
+ * - `retryAfter`: the destination said when to try again (a 429 with `Retry-After`);
+ *   counted like `RetryAfter(seconds)`.
+ */
+export type DeliveryResult =
+  | { readonly status: 'sent' }
+  | { readonly status: 'failed'; readonly error: unknown }
+  | { readonly status: 'retryAfter'; readonly seconds: number; readonly error?: unknown };
+
+/** What every transport call is given besides its items. */
+export interface DeliveryCallOptions {
+  /**
+   * Aborted when the attempt must end: its time limit ran out (reason: a
+   * `DeliveryTimeout`) or the relay is stopping. Pass it to the client's send, so a
+   * timed-out send is cancelled rather than only raced.
+   */
+  readonly signal: AbortSignal;
+}
+
+/**
+ * A transport: sends events outside any transaction, a batch at a time (version 2 of the
+ * seam).
+ *
+ * Implement `deliver` for one event at a time (the relay runs up to its `concurrency` at
+ * once), or `deliverBatch` to send a whole batch in one call (a Kafka produce, a Redis
+ * pipeline). `deliverBatch` resolves to one {@link DeliveryResult} per item, in item
+ * order, or to nothing when every item went; a throw fails the whole batch. Either gets
+ * one `AbortSignal` per attempt.
+ *
+ * `testing/` has a conformance suite (`transportConformance`) every transport runs.
  */
 export interface OutboxDelivery {
   /** A name for logs and the catalogue. */
   readonly name?: string;
-  /** Send one event. */
+  /** Send one event; resolve when it went, throw (or reject) when it did not. */
   deliver?(event: OutboxEvent, context: DeliveryContext): Promise<void>;
   /** Send many events at once; see the interface docs for the result. */
-  deliverBatch?(events: readonly OutboxEvent[]): Promise<ReadonlyArray<unknown> | undefined>;
+  deliverBatch?(
+    items: readonly DeliveryItem[],
+    options: DeliveryCallOptions,
+  ): Promise<readonly DeliveryResult[] | undefined>;
   /** Release connections; called when the outbox is closed. */
   close?(): Promise<void>;
 }

@@ -1,2 +1,10 @@
-export { ConfigurationError, DeliveryError, OutboxError, ValidationError } from './outbox-error.js';
+export type { OutboxErrorCode } from './outbox-error.js';
+export {
+  ConfigurationError,
+  DeliveryError,
+  DeliveryTimeout,
+  OutboxError,
+  PayloadDecodeError,
+  ValidationError,
+} from './outbox-error.js';
 export { NotYet, PermanentFailure, RetryAfter } from './signals.js';

@@ -105,20 +105,29 @@ export interface DeliveryCounts {
 }
 
 /**
- * Everything the outbox asks of a database. One implementation per dialect, each keeping
- * its SQL in one place; the conformance suite (`test/storage.test.ts`) holds every
- * implementation to the same behaviour.
- *
- * INVARIANT: every write that settles a claimed row is a compare-and-set on the claim
- * token, so a worker whose lease lapsed never overwrites the verdict of whoever took the
- * row after it.
+ * What a dialect can do, as data: the relay, the CLI and fire ask these, never the
+ * dialect's name (pg-boss' `dialect.ts`, BullMQ's optional features as data).
  */
-export interface OutboxStore {
-  readonly dialect: 'postgres' | 'sqlite';
+export interface DialectCapabilities {
   /** Whether two relays can split the queue (row locks with SKIP LOCKED). */
-  readonly supportsSkipLocked: boolean;
-  /** Create or upgrade the tables; idempotent and safe when run by two processes at once. */
-  migrate(): Promise<void>;
+  readonly splitsQueue: boolean;
+  /**
+   * How many transactions may write at once: `'one'` (SQLite) runs a relay's handlers one
+   * at a time and allows one relay (the single-writer lock); `'many'` runs `concurrency`.
+   */
+  readonly writers: 'one' | 'many';
+  /**
+   * The options a handler's transaction is opened with: SQLite takes its write lock up
+   * front (`IMMEDIATE`), so two writers queue on the busy timeout instead of one failing
+   * with SQLITE_BUSY at its first write.
+   */
+  readonly handlerTransaction: { readonly type?: 'DEFERRED' | 'IMMEDIATE' | 'EXCLUSIVE' };
+  /** Whether `fire()`'s own statement sends the LISTEN/NOTIFY wakeup (PostgreSQL). */
+  readonly notifiesInWrite: boolean;
+}
+
+/** The event log: writes events (with the delivery rows they owe) and reads them back. */
+export interface EventLog {
   /**
    * Write events and their delivery rows in the caller's transaction. Events with an
    * idempotency key that already exists write nothing and return the stored event.
@@ -130,6 +139,16 @@ export interface OutboxStore {
     filter: { name?: string; sequences?: readonly string[] },
     transaction?: Transaction,
   ): Promise<StoredEvent[]>;
+}
+
+/**
+ * The delivery queue: what the relay asks while it works.
+ *
+ * INVARIANT: every write that settles a claimed row is a compare-and-set on the claim
+ * token, so a worker whose lease lapsed never overwrites the verdict of whoever took the
+ * row after it.
+ */
+export interface DeliveryQueue {
   /** Claim up to `limit` owed deliveries; see {@link ClaimOptions}. */
   claim(options: ClaimOptions): Promise<ClaimedDelivery[]>;
   /** Extend the lease of rows still held under `token`. Returns how many were. */
@@ -149,14 +168,49 @@ export interface OutboxStore {
     completedAt: Date,
     transaction: Transaction,
   ): Promise<boolean>;
+}
+
+/** Maintenance: counts and reads now; prune, replay, cancel, requeue and health later. */
+export interface Maintenance {
   /** Count deliveries by status. */
   countDeliveries(): Promise<Record<DeliveryStatus, number>>;
   /** Read delivery rows of an event (tests and operations). */
   readDeliveries(filter: { eventSequence?: string }): Promise<DeliveryRow[]>;
-  /** Take or renew the single-relay lock (SQLite); false if another live relay holds it. */
-  acquireRelayLock(holder: string, now: Date, until: Date): Promise<boolean>;
-  /** Give the single-relay lock up. */
-  releaseRelayLock(holder: string): Promise<void>;
+}
+
+/** Who holds the single-writer relay lock, and until when. */
+export interface RelayLockHolder {
+  readonly holder: string;
+  readonly leaseUntil: Date;
+}
+
+/**
+ * The single-relay lock of a dialect that cannot split the queue (SQLite): a leased row,
+ * so a relay killed with -9 holds it only until its lease lapses.
+ */
+export interface SingleWriterLock {
+  /** Take or renew the lock for `holder` until `until`; false if another live relay holds it. */
+  acquire(holder: string, now: Date, until: Date): Promise<boolean>;
+  /** Who holds the lock now (for a refusal that says when it lapses); undefined if nobody. */
+  current(): Promise<RelayLockHolder | undefined>;
+  /** Give the lock up (only if `holder` holds it). */
+  release(holder: string): Promise<void>;
+}
+
+/**
+ * Everything the outbox asks of a database, by role. One implementation per dialect, each
+ * writing only what really differs; shared SQL fragments live in `storage/sql/`. The
+ * conformance suite (`test/storage/store-conformance.test.ts`) holds every implementation
+ * to the same behaviour, role by role.
+ */
+export interface OutboxStore extends EventLog, DeliveryQueue, Maintenance {
+  /** The dialect's name, for messages only: decisions read {@link capabilities}. */
+  readonly dialect: string;
+  readonly capabilities: DialectCapabilities;
+  /** Create or upgrade the tables; idempotent and safe when run by two processes at once. */
+  migrate(): Promise<void>;
+  /** Present when the dialect cannot split the queue: the one-relay-at-a-time lock. */
+  readonly relayLock: SingleWriterLock | undefined;
 }
 
 /** A delivery row as stored. */
