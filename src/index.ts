@@ -3,13 +3,16 @@
  * @packageDocumentation
  */
 
-export { decodeJson, encodeJson } from './codec/index.js';
+export { decodeEvent, decodeJson, encodeJson } from './codec/index.js';
 export type {
   BackoffOptions,
   CommonReceiverOptions,
+  DeliveryCallOptions,
   DeliveryContext,
   DeliveryFailure,
+  DeliveryItem,
   DeliveryMode,
+  DeliveryResult,
   DeliveryReceiverOptions,
   DeliveryStatus,
   EventDefinition,
@@ -43,11 +46,14 @@ export {
   isOutboxConfig,
   receiver,
 } from './declare/index.js';
+export type { OutboxErrorCode } from './errors/index.js';
 export {
   ConfigurationError,
   DeliveryError,
+  DeliveryTimeout,
   NotYet,
   OutboxError,
+  PayloadDecodeError,
   PermanentFailure,
   RetryAfter,
   ValidationError,
@@ -64,8 +70,16 @@ export type { OutboxEventMap, OutboxLogger } from './observe/index.js';
 export { consoleLogger, silentLogger } from './observe/index.js';
 export type { CreateOutboxOptions, Outbox, TypedFireMessage } from './outbox.js';
 export { createOutbox } from './outbox.js';
+export type { Scheduler, TimerHandle } from './runtime.js';
+export { realScheduler } from './runtime.js';
 export { backoffSeconds } from './relay/backoff.js';
 export type { DeliverPendingOptions } from './relay/deliver-pending.js';
 export type { RelayReport, RunRelayOptions } from './relay/run-relay.js';
-export type { ListenNotifyOptions, OutboxWakeup } from './wakeups/index.js';
+export type {
+  ListenNotifyOptions,
+  OutboxWakeup,
+  WakeupCapabilities,
+  WakeupConnection,
+  WakeupListenContext,
+} from './wakeups/index.js';
 export { inProcessWakeup, listenNotifyWakeup } from './wakeups/index.js';

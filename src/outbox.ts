@@ -16,13 +16,18 @@ import { newProcessId } from './relay/claim-token.js';
 import { deliverOne } from './relay/deliver-one.js';
 import { type DeliverPendingOptions, deliverPending } from './relay/deliver-pending.js';
 import { type RelayReport, type RunRelayOptions, runRelay } from './relay/run-relay.js';
-import { attachRuntime, type Runtime } from './runtime.js';
+import {
+  attachRuntime,
+  newRuntimeState,
+  type Runtime,
+  realScheduler,
+  type Scheduler,
+} from './runtime.js';
 import { PostgresStore } from './storage/postgres.js';
 import { SqliteStore } from './storage/sqlite.js';
 import type { OutboxStore } from './storage/store.js';
 import { tableNames } from './storage/tables.js';
 import { inProcessWakeup } from './wakeups/in-process.js';
-import { isAttachable } from './wakeups/listen-notify.js';
 import type { OutboxWakeup } from './wakeups/wakeup.js';
 
 /** Options of {@link createOutbox}: where the outbox lives and how it talks. */
@@ -48,6 +53,12 @@ export interface CreateOutboxOptions {
   readonly logger?: OutboxLogger;
   /** The real clock (recorded_at, attempts). Tests may inject one. @defaultValue `() => new Date()` */
   readonly clock?: () => Date;
+  /**
+   * Every timer the outbox starts (lease renewals, attempt timeouts, idle waits, backoffs
+   * after a database error) goes through this, beside `clock`, so a test can move time
+   * instead of sleeping through it. @defaultValue Node's timers, unref'd
+   */
+  readonly scheduler?: Scheduler;
   /** A value in [0, 1) for the backoff's full jitter. @defaultValue `Math.random` */
   readonly jitter?: () => number;
   /**
@@ -191,21 +202,29 @@ export function createOutbox<C extends OutboxConfig>(
   }
   const logger = options.logger ?? consoleLogger;
   const wakeup = options.wakeup === undefined ? inProcessWakeup() : (options.wakeup ?? undefined);
-  if (wakeup && isAttachable(wakeup)) wakeup.attach(sequelize);
+  const wanted = wakeup?.capabilities?.dialects;
+  if (wakeup && wanted && !wanted.includes(dialect)) {
+    throw new ConfigurationError(
+      `createOutbox({ wakeup }): ${wakeup.name} needs ${wanted.join(' or ')} (the outbox's Sequelize uses ${dialect}); use inProcessWakeup() or none`,
+      { path: 'wakeup' },
+    );
+  }
+  const notify = wakeup?.capabilities?.notifyInWrite?.channel;
   const tables = tableNames(options.tablePrefix ?? 'outbox_', options.schema);
   let store: OutboxStore;
   if (dialect === 'postgres') {
-    store = new PostgresStore(
-      sequelize,
-      tables,
-      wakeup?.notifyChannel,
-      options.preparedStatements ?? true,
-    );
+    store = new PostgresStore(sequelize, tables, notify, options.preparedStatements ?? true);
   } else if (dialect === 'sqlite') store = new SqliteStore(sequelize, tables);
   else {
     throw new ConfigurationError(
       `outboxkit supports PostgreSQL and SQLite; this Sequelize uses ${dialect}`,
       { path: 'sequelize' },
+    );
+  }
+  if (notify && !store.capabilities.notifiesInWrite) {
+    throw new ConfigurationError(
+      `createOutbox({ wakeup }): ${wakeup?.name} sends its signal inside the write, which ${dialect} cannot do`,
+      { path: 'wakeup' },
     );
   }
   const events = new SafeEmitter(logger);
@@ -217,8 +236,10 @@ export function createOutbox<C extends OutboxConfig>(
     logger,
     events,
     clock: options.clock ?? (() => new Date()),
+    scheduler: options.scheduler ?? realScheduler,
     jitter: options.jitter ?? Math.random,
     processId: newProcessId(),
+    state: newRuntimeState(),
   };
   const outbox: Outbox<C> = {
     config,

@@ -51,6 +51,10 @@ export async function main(argv: readonly string[]): Promise<number> {
     .option('--once', 'claim until nothing is owed, then exit')
     .option('--batch-size <n>', 'rows per claim', Number)
     .option('--concurrency <n>', 'deliveries at once', Number)
+    .option(
+      '--allow-unsafe-concurrency',
+      'SQLite: start even though another relay holds the single-relay lock (only when you know it is gone)',
+    )
     .action(async (o: RelayCliOptions) => {
       code = await relay(o);
     });
@@ -135,6 +139,7 @@ interface RelayCliOptions {
   once?: boolean;
   batchSize?: number;
   concurrency?: number;
+  allowUnsafeConcurrency?: boolean;
 }
 
 async function relay(o: RelayCliOptions): Run {
@@ -148,12 +153,14 @@ async function relay(o: RelayCliOptions): Run {
   };
   process.once('SIGTERM', onSignal);
   process.once('SIGINT', onSignal);
-  const listenNotify = sequelize.getDialect() === 'postgres';
+  // LISTEN/NOTIFY where the database can serve it (its capabilities say), else polling.
   const { listenNotifyWakeup } = await import('../wakeups/listen-notify.js');
+  const wakeup = listenNotifyWakeup();
+  const served = wakeup.capabilities.dialects?.includes(sequelize.getDialect()) ?? true;
   const outbox = createOutbox(loaded.config, {
     sequelize,
     schema: o.schema,
-    wakeup: listenNotify ? listenNotifyWakeup() : null,
+    wakeup: served ? wakeup : null,
   });
   try {
     console.error(`outbox: relay running on ${where}${o.once ? ' (once)' : ''}`);
@@ -162,6 +169,7 @@ async function relay(o: RelayCliOptions): Run {
       signal: stop.signal,
       batchSize: o.batchSize,
       concurrency: o.concurrency,
+      allowUnsafeConcurrency: o.allowUnsafeConcurrency,
     });
     console.error(
       `outbox: relay stopped — succeeded ${report.succeeded}, failed ${report.failed}, dead ${report.dead}, orphaned ${report.orphaned}`,

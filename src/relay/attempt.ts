@@ -1,6 +1,5 @@
-import { decodeJson } from '../codec/json.js';
 import type { ResolvedReceiver } from '../declare/define-outbox.js';
-import type { JsonValue, OutboxEvent } from '../declare/types.js';
+import { DeliveryTimeout } from '../errors/outbox-error.js';
 import { NotYet, PermanentFailure, RetryAfter } from '../errors/signals.js';
 import type { Runtime } from '../runtime.js';
 import type { ClaimedDelivery, Outcome } from '../storage/store.js';
@@ -8,40 +7,6 @@ import { backoffSeconds } from './backoff.js';
 
 /** The longest error text stored in `last_error`. */
 export const MAX_ERROR_LENGTH = 2000;
-
-/**
- * Decode a claimed row's event: parse its JSON and run the declared schema over it, so a
- * payload that no longer round-trips fails here (an ordinary, counted failure) rather than
- * deep inside a receiver. A wildcard receiver of an event no longer declared gets it raw.
- */
-export function decodeEvent(rt: Runtime, row: ClaimedDelivery): OutboxEvent {
-  const e = row.event;
-  const raw = decodeJson(e.payload);
-  const schema = rt.config.route(e.name)?.event.schema;
-  let payload: unknown = raw;
-  if (schema) {
-    const parsed = schema.safeParse(raw);
-    if (!parsed.success) {
-      const issue = parsed.error.issues[0];
-      throw new Error(
-        `stored payload of ${e.name} v${e.version} (event ${e.uuid}) no longer decodes: ${issue.path.join('.') || 'payload'} ${issue.message}`,
-      );
-    }
-    payload = parsed.data;
-  }
-  return {
-    id: e.uuid,
-    sequence: e.sequence,
-    name: e.name,
-    version: e.version,
-    payload,
-    headers: (decodeJson(e.headers) ?? {}) as Record<string, JsonValue>,
-    orderingKey: e.orderingKey,
-    idempotencyKey: e.idempotencyKey,
-    occurredAt: e.occurredAt,
-    recordedAt: e.recordedAt,
-  };
-}
 
 /** The text stored for a failure: the message, with the cause's, truncated to the column. */
 export function errorText(error: unknown): string {
@@ -54,6 +19,47 @@ export function errorText(error: unknown): string {
     text = String(error);
   }
   return text.length > MAX_ERROR_LENGTH ? `${text.slice(0, MAX_ERROR_LENGTH - 1)}…` : text;
+}
+
+/** The outcome of an attempt that went: succeeded, one more attempt spent. */
+export function successOutcome(row: ClaimedDelivery, at: Date): Outcome {
+  return {
+    id: row.id,
+    status: 'succeeded',
+    attempts: row.attempts + 1,
+    availableAt: null,
+    lastError: null,
+    completedAt: at,
+  };
+}
+
+/** The outcome of a row whose receiver is no longer declared (as durable). */
+export function orphanOutcome(row: ClaimedDelivery, at: Date): Outcome {
+  return {
+    id: row.id,
+    status: 'orphaned',
+    attempts: row.attempts,
+    availableAt: null,
+    lastError: `receiver ${row.receiverKey} is not declared as a durable receiver`,
+    completedAt: at,
+  };
+}
+
+/**
+ * A row handed back without an attempt spent: it returns to the status it had before the
+ * claim, claimable at once, its due time and last error untouched. What the relay records
+ * when the database failed under a handler (a fault of the database, not of the receiver).
+ */
+export function handBackOutcome(row: ClaimedDelivery, now: Date): Outcome {
+  return {
+    id: row.id,
+    status: row.attempts > 0 ? 'failed' : 'pending',
+    attempts: row.attempts,
+    availableAt: now,
+    dueAt: row.dueAt,
+    lastError: null,
+    completedAt: null,
+  };
 }
 
 /**
@@ -112,18 +118,57 @@ export function failureOutcome(
   };
 }
 
-/** Run `work` with a time limit; the timer is cleared either way. */
-export async function withTimeout<T>(work: Promise<T>, seconds: number, what: string): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(
-      () => reject(new Error(`${what} timed out after ${seconds}s`)),
-      seconds * 1000,
-    );
-  });
-  try {
-    return await Promise.race([work, timeout]);
-  } finally {
-    clearTimeout(timer);
+/** The time limit of one attempt of `receiver`, in seconds. */
+export function timeoutSeconds(rt: Runtime, receiver: ResolvedReceiver): number {
+  return receiver.timeoutSeconds ?? rt.config.settings.deliveryTimeoutSeconds;
+}
+
+/**
+ * One attempt's `AbortSignal` and time limit. The signal fires when the limit runs out
+ * (its reason a {@link DeliveryTimeout}) and when the relay is told to stop; only the
+ * limit ends the attempt early (`run` rejects with the timeout), since a stopping relay
+ * finishes the delivery in hand. Dispose it in `finally`: its timer and listener go.
+ */
+export class Attempt {
+  readonly #controller = new AbortController();
+  readonly #timer: { cancel(): void };
+  readonly #timedOut: Promise<never>;
+  readonly #stop: AbortSignal | undefined;
+  readonly #onStop = () => this.#controller.abort(this.#stop?.reason);
+
+  constructor(rt: Runtime, receiver: ResolvedReceiver, row: ClaimedDelivery, stop?: AbortSignal) {
+    const seconds = timeoutSeconds(rt, receiver);
+    const timeout = new DeliveryTimeout({
+      deliveryId: row.id,
+      receiverKey: receiver.key,
+      timeoutSeconds: seconds,
+    });
+    let reject!: (error: unknown) => void;
+    this.#timedOut = new Promise<never>((_, r) => {
+      reject = r;
+    });
+    this.#timedOut.catch(() => {}); // observed by `run`; never an unhandled rejection
+    this.#timer = rt.scheduler.setTimeout(() => {
+      this.#controller.abort(timeout);
+      reject(timeout);
+    }, seconds * 1000);
+    this.#stop = stop;
+    if (stop?.aborted) this.#controller.abort(stop.reason);
+    else stop?.addEventListener('abort', this.#onStop, { once: true });
+  }
+
+  /** The attempt's signal, for the receiver. */
+  get signal(): AbortSignal {
+    return this.#controller.signal;
+  }
+
+  /** Await `work`, or reject with the {@link DeliveryTimeout} once the limit runs out. */
+  run<T>(work: Promise<T>): Promise<T> {
+    return Promise.race([work, this.#timedOut]);
+  }
+
+  dispose(): void {
+    this.#timer.cancel();
+    this.#stop?.removeEventListener('abort', this.#onStop);
   }
 }

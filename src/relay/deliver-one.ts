@@ -1,7 +1,6 @@
 import type { DeliveryStatus } from '../declare/types.js';
 import type { Runtime } from '../runtime.js';
-import { claimLeaseSeconds } from './claim-lease.js';
-import { newClaimToken } from './claim-token.js';
+import { claimBatch } from './claim.js';
 import { deliverBatch } from './deliver-batch.js';
 
 /**
@@ -23,18 +22,18 @@ export async function deliverOne(rt: Runtime, deliveryId: string): Promise<Deliv
       `deliverOne(id) needs a delivery row id, a string of digits (got ${JSON.stringify(deliveryId)})`,
     );
   }
-  const leaseSeconds = claimLeaseSeconds(rt.config);
-  const token = newClaimToken(`${rt.processId}:one`, rt.clock);
-  const now = rt.clock();
-  const rows = await rt.store.claim({
-    token,
-    now,
-    leaseUntil: new Date(now.getTime() + leaseSeconds * 1000),
+  const claim = await claimBatch(rt, {
+    workerId: `${rt.processId}:one`,
+    now: rt.clock(),
     limit: 1,
     onlyIds: [deliveryId],
   });
-  if (rows.length === 0) return null;
-  const batch = await deliverBatch(rt, rows, token, { concurrency: 1, leaseSeconds });
+  if (claim.rows.length === 0) return null;
+  const batch = await deliverBatch(rt, claim.rows, claim.token, {
+    concurrency: 1,
+    leaseSeconds: claim.leaseSeconds,
+    leaseUntil: claim.leaseUntil,
+  });
   const recorded = Object.entries(batch.counts).find(([, n]) => (n ?? 0) > 0);
   return recorded ? (recorded[0] as DeliveryStatus) : null;
 }

@@ -1,8 +1,7 @@
 import { type DeliveryStatus, zeroCounts } from '../declare/types.js';
 import { ConfigurationError } from '../errors/outbox-error.js';
 import type { Runtime } from '../runtime.js';
-import { claimLeaseSeconds } from './claim-lease.js';
-import { newClaimToken } from './claim-token.js';
+import { claimBatch } from './claim.js';
 import { deliverBatch } from './deliver-batch.js';
 
 /** Options of `outbox.deliverPending()`. */
@@ -45,7 +44,6 @@ export async function deliverPending(
   }
   const counts = zeroCounts();
   const settings = rt.config.settings;
-  const leaseSeconds = claimLeaseSeconds(rt.config);
   const workerId = `${rt.processId}:pending`;
   // With a `now` ahead of the real clock, a row a receiver rescheduled in place (NotYet)
   // would be claimable again at once: such a row is attempted at most once per call. A
@@ -54,20 +52,19 @@ export async function deliverPending(
   const exclude = new Set<string>();
   let remaining = options.limit ?? Number.POSITIVE_INFINITY;
   while (remaining > 0) {
-    const token = newClaimToken(workerId, rt.clock);
-    const at = options.now ?? rt.clock();
-    const rows = await rt.store.claim({
-      token,
-      now: at,
-      leaseUntil: new Date(Math.max(at.getTime(), rt.clock().getTime()) + leaseSeconds * 1000),
+    const claim = await claimBatch(rt, {
+      workerId,
+      now: options.now ?? rt.clock(),
       limit: Math.min(remaining, options.batchSize ?? settings.batchSize),
       ignoreBackoff: options.ignoreBackoff,
       excludeIds: exclude.size > 0 ? [...exclude] : undefined,
     });
+    const rows = claim.rows;
     if (rows.length === 0) break;
-    const batch = await deliverBatch(rt, rows, token, {
+    const batch = await deliverBatch(rt, rows, claim.token, {
       concurrency: options.concurrency ?? 1,
-      leaseSeconds,
+      leaseSeconds: claim.leaseSeconds,
+      leaseUntil: claim.leaseUntil,
     });
     for (const [status, n] of Object.entries(batch.counts))
       counts[status as DeliveryStatus] += n ?? 0;

@@ -1,10 +1,11 @@
 import { type DeliveryStatus, zeroCounts } from '../declare/types.js';
 import { ConfigurationError } from '../errors/outbox-error.js';
-import type { Runtime } from '../runtime.js';
-import type { ClaimedDelivery, ClaimToken } from '../storage/store.js';
-import { claimLeaseSeconds } from './claim-lease.js';
-import { newClaimToken } from './claim-token.js';
+import { type Runtime, realScheduler } from '../runtime.js';
+import type { WakeupConnection } from '../wakeups/wakeup.js';
+import { type Claim, claimBatch } from './claim.js';
 import { deliverBatch } from './deliver-batch.js';
+import { RelayState } from './relay-state.js';
+import { SingleRelayLock } from './single-relay-lock.js';
 import { isTransientDatabaseError } from './transient.js';
 
 /** Options of `outbox.runRelay()`. */
@@ -41,8 +42,9 @@ export interface RunRelayOptions {
   readonly concurrency?: number;
   /**
    * SQLite cannot skip locked rows, so two relays there would hand the same rows to two
-   * receivers; a second relay is refused while one holds the database's relay lock. This
-   * lifts that, for a deployment that knows it runs exactly one relay.
+   * receivers; a second relay is refused while one holds the database's relay lock (a
+   * lease of 15 s, renewed every 5 s, so a relay killed with -9 holds it back at most that
+   * long). This lifts that, for a deployment that knows it runs exactly one relay.
    * @defaultValue false
    */
   readonly allowUnsafeConcurrency?: boolean;
@@ -55,7 +57,7 @@ export interface RunRelayOptions {
   readonly now?: () => Date;
   /**
    * How the relay waits (idle, or backing off after a database error); resolves early when
-   * `signal` aborts. Tests inject one that returns at once.
+   * `signal` aborts. @defaultValue the outbox's scheduler (`createOutbox({ scheduler })`)
    */
   readonly sleep?: (ms: number, signal: AbortSignal) => Promise<void>;
 }
@@ -68,21 +70,6 @@ const NEVER = new AbortController().signal;
 
 /** The longest wait after consecutive failed claims, doubling from the poll interval. */
 const MAX_ERROR_BACKOFF_MS = 15_000;
-let relayCounter = 0;
-
-/** A sleep that ends early when the signal aborts. */
-export function abortableSleep(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    if (signal.aborted) return resolve();
-    const timer = setTimeout(done, ms);
-    function done() {
-      clearTimeout(timer);
-      signal.removeEventListener('abort', done);
-      resolve();
-    }
-    signal.addEventListener('abort', done, { once: true });
-  });
-}
 
 /**
  * The relay's loop: claim a batch, deliver it, record it; when nothing is owed, wait for a
@@ -114,12 +101,10 @@ export async function runRelay(rt: Runtime, options: RunRelayOptions = {}): Prom
       { path: 'passes' },
     );
   }
-  const workerId = options.workerId ?? `${rt.processId}:relay-${++relayCounter}`;
+  const workerId = options.workerId ?? `${rt.processId}:relay-${++rt.state.relays}`;
   const pollMs = options.pollIntervalMs ?? settings.pollIntervalMs;
   const now = options.now ?? rt.clock;
-  const sleep = options.sleep ?? abortableSleep;
-  const leaseSeconds = claimLeaseSeconds(rt.config);
-  const leaseMs = leaseSeconds * 1000;
+  const sleep = options.sleep ?? ((ms, signal) => rt.scheduler.sleep(ms, signal));
 
   // A stop signal of our own, so wakeups can cut an idle wait short without stopping.
   const stop = new AbortController();
@@ -127,85 +112,46 @@ export async function runRelay(rt: Runtime, options: RunRelayOptions = {}): Prom
   options.signal?.addEventListener('abort', onStop, { once: true });
   if (options.signal?.aborted) stop.abort();
 
-  const single = !rt.store.supportsSkipLocked && !options.allowUnsafeConcurrency;
-  if (
-    single &&
-    !(await rt.store.acquireRelayLock(
-      workerId,
-      rt.clock(),
-      new Date(rt.clock().getTime() + leaseMs),
-    ))
-  ) {
+  const lockRole = options.allowUnsafeConcurrency ? undefined : rt.store.relayLock;
+  let lock: SingleRelayLock | undefined;
+  try {
+    lock = lockRole && (await SingleRelayLock.take(rt, lockRole, workerId, () => stop.abort()));
+  } catch (error) {
     options.signal?.removeEventListener('abort', onStop);
-    throw new ConfigurationError(
-      `another relay is running on this ${rt.store.dialect} database, which cannot split work between relays (no SKIP LOCKED); run one relay, or pass allowUnsafeConcurrency: true if you know the other one is gone`,
-      { path: 'allowUnsafeConcurrency' },
-    );
+    throw error;
   }
 
-  // The single-relay lock is leased like a claim, so it is renewed on a timer for the whole
-  // life of the relay, not only between batches: a batch (or an idle wait) longer than the
-  // lease would otherwise let a second relay start beside this one. A relay that finds the
-  // lock taken by another stops, finishing what it holds.
-  let lockRenewal: Promise<unknown> = Promise.resolve();
-  const lockTimer = single
-    ? setInterval(
-        () => {
-          lockRenewal = lockRenewal.then(async () => {
-            if (!stop.signal.aborted && !(await renewSingleRelayLock())) stop.abort();
-          });
-        },
-        Math.max(50, leaseMs / 3),
-      )
-    : undefined;
-  lockTimer?.unref();
-
-  // An idle wait ends early on a wakeup or a stop: one controller per wait, aborted by
-  // either (cheaper than AbortSignal.any per wait, which piles up signals for the GC).
-  let idle: AbortController | undefined;
-  let woken = false;
-  const wakeWaiters: (() => void)[] = [];
-  const interruptIdle = () => {
-    idle?.abort();
-    for (const resolve of wakeWaiters.splice(0)) resolve();
-  };
-  /** Wait until a batch in hand finishes, or a wakeup (or a stop) arrives. */
-  const untilBatchOrWake = async (): Promise<void> => {
-    let resolveWake!: () => void;
-    const wake = new Promise<void>((resolve) => {
-      resolveWake = resolve;
-    });
-    wakeWaiters.push(resolveWake);
-    try {
-      await Promise.race([...inFlight, wake]);
-    } finally {
-      const at = wakeWaiters.indexOf(resolveWake);
-      if (at >= 0) wakeWaiters.splice(at, 1);
-    }
-  };
   // PostgreSQL: while a batch is delivered, a wakeup starts the next claim at once instead
-  // of queueing behind the batch (a new event's latency is then not the rest of the batch
-  // in hand). The claim's ordering check holds back a key with an event in flight, so two
-  // batches never hold one key's events. SQLite has one writer: one batch at a time.
-  const maxInFlight = rt.store.supportsSkipLocked ? 2 : 1;
-  const inFlight = new Set<Promise<void>>();
-  stop.signal.addEventListener('abort', interruptIdle, { once: true });
-  let unsubscribe: (() => Promise<void>) | undefined;
-
+  // of queueing behind it (a new event's latency is then not the rest of the batch in
+  // hand). The claim's ordering check holds back a key with an event in flight, so two
+  // batches never hold one key's events. A single-writer database: one batch at a time.
+  const state = new RelayState({
+    sleep,
+    stop: stop.signal,
+    maxInFlight: rt.store.capabilities.splitsQueue ? 2 : 1,
+  });
   const report: RelayReport = { ...zeroCounts(), passes: 0, handedBack: 0 };
+  let errorBackoffMs = pollMs;
+  const backOff = async () => {
+    await sleep(errorBackoffMs, stop.signal);
+    errorBackoffMs = Math.min(errorBackoffMs * 2, MAX_ERROR_BACKOFF_MS);
+  };
 
   /** Deliver one claimed batch and add its outcomes to the report; never throws. */
-  async function runBatch(rows: ClaimedDelivery[], token: ClaimToken): Promise<void> {
-    let batch: Awaited<ReturnType<typeof deliverBatch>>;
+  async function runBatch(claim: Claim): Promise<void> {
     try {
-      batch = await deliverBatch(rt, rows, token, {
+      const batch = await deliverBatch(rt, claim.rows, claim.token, {
         concurrency,
         signal: stop.signal,
-        leaseSeconds,
+        leaseSeconds: claim.leaseSeconds,
+        leaseUntil: claim.leaseUntil,
         // Record retries wait on the relay's sleep, but are not cut short by a stop:
         // the record is written even when the relay is stopping.
         sleep: (ms) => sleep(ms, NEVER),
       });
+      for (const [status, n] of Object.entries(batch.counts))
+        report[status as DeliveryStatus] += n ?? 0;
+      report.handedBack += batch.handedBack;
     } catch (error) {
       // A fault of our own (a receiver's failure is an outcome, never a throw). The loop
       // goes on; whatever the batch left claimed is handed back at once rather than
@@ -215,46 +161,29 @@ export async function runRelay(rt: Runtime, options: RunRelayOptions = {}): Prom
       });
       await rt.store
         .release(
-          rows.map((r) => r.id),
-          token,
+          claim.rows.map((r) => r.id),
+          claim.token,
           rt.clock(),
         )
         .catch(() => {});
-      await sleep(errorBackoffMs, stop.signal);
-      errorBackoffMs = Math.min(errorBackoffMs * 2, MAX_ERROR_BACKOFF_MS);
-      return;
+      await backOff();
     }
-    for (const [status, n] of Object.entries(batch.counts))
-      report[status as DeliveryStatus] += n ?? 0;
-    report.handedBack += batch.handedBack;
   }
 
-  let errorBackoffMs = pollMs;
+  let unsubscribe: (() => Promise<void>) | undefined;
   try {
     // Inside the try: a wakeup that cannot listen must not leave the lock held.
-    unsubscribe = rt.wakeup
-      ? await rt.wakeup.listen(() => {
-          woken = true;
-          interruptIdle();
-        })
-      : undefined;
+    unsubscribe = await rt.wakeup?.listen(state.wake, { connection: connectionOf(rt) });
     while (
       !stop.signal.aborted &&
       (options.passes === undefined || report.passes < options.passes)
     ) {
       report.passes += 1;
-      woken = false;
-      if (single && !(await renewSingleRelayLock())) break;
-      const token = newClaimToken(workerId, rt.clock);
-      const at = now();
-      let rows: Awaited<ReturnType<typeof rt.store.claim>>;
+      state.woken = false;
+      if (lock && !(await lock.renew())) break;
+      let claim: Claim;
       try {
-        rows = await rt.store.claim({
-          token,
-          now: at,
-          leaseUntil: new Date(at.getTime() + leaseMs),
-          limit: batchSize,
-        });
+        claim = await claimBatch(rt, { workerId, now: now(), limit: batchSize });
         errorBackoffMs = pollMs;
       } catch (error) {
         const transient = isTransientDatabaseError(error);
@@ -262,62 +191,49 @@ export async function runRelay(rt: Runtime, options: RunRelayOptions = {}): Prom
           error: (error as Error).message,
         });
         rt.events.emit('relay:error', { error, during: 'claim' });
-        await sleep(errorBackoffMs, stop.signal);
-        errorBackoffMs = Math.min(errorBackoffMs * 2, MAX_ERROR_BACKOFF_MS);
+        await backOff();
         continue;
       }
-      if (rows.length === 0) {
-        if (inFlight.size > 0) {
-          // Not idle while a batch is in hand: wait for it (or a wakeup), then claim again.
-          if (!woken) await untilBatchOrWake();
-          continue;
-        }
+      if (claim.rows.length > 0) {
+        state.add(runBatch(claim));
+        await state.afterClaim();
+      } else if (state.inFlight > 0) {
+        // Not idle while a batch is in hand: wait for it (or a wakeup), then claim again.
+        await state.whileBusy();
+      } else {
         if (options.untilIdle) break;
         if (options.passes !== undefined && report.passes >= options.passes) break;
-        if (!woken && !stop.signal.aborted) {
-          idle = new AbortController();
-          await sleep(pollMs, idle.signal);
-          idle = undefined;
-        }
-        continue;
+        await state.idle(pollMs);
       }
-      const running: Promise<void> = runBatch(rows, token).finally(() => inFlight.delete(running));
-      inFlight.add(running);
-      // Claim again when a batch slot is free and there is reason to: the batch finished
-      // (a backlog drains batch after batch) or a wakeup said something new was written.
-      if (inFlight.size >= maxInFlight) await Promise.race(inFlight);
-      else if (!woken) await untilBatchOrWake();
     }
   } finally {
     // Every batch in hand finishes (a stop hands its unstarted rows back) before the
     // relay lets go of its wakeup and its lock.
-    await Promise.allSettled([...inFlight]);
-    clearInterval(lockTimer);
-    await lockRenewal.catch(() => {});
+    await state.drain();
+    state.dispose();
     options.signal?.removeEventListener('abort', onStop);
-    stop.signal.removeEventListener('abort', interruptIdle);
     await unsubscribe?.().catch((error) =>
       rt.logger.warn('could not stop listening for wakeups', { error }),
     );
-    if (single) await rt.store.releaseRelayLock(workerId).catch(() => {});
+    await lock?.release();
   }
   return report;
+}
 
-  async function renewSingleRelayLock(): Promise<boolean> {
-    try {
-      if (
-        await rt.store.acquireRelayLock(
-          workerId,
-          rt.clock(),
-          new Date(rt.clock().getTime() + leaseMs),
-        )
-      )
-        return true;
-      rt.logger.error(`relay ${workerId} lost the single-relay lock to another relay; stopping`);
-      return false;
-    } catch (error) {
-      rt.events.emit('relay:error', { error, during: 'claim' });
-      return true; // a database error: the claim below will fail and back off
-    }
-  }
+/** The outbox database's connection settings, for a wakeup that opens its own listener. */
+function connectionOf(rt: Runtime): WakeupConnection {
+  const c = rt.sequelize.config;
+  return {
+    dialect: rt.sequelize.getDialect(),
+    host: c.host,
+    port: Number(c.port) || undefined,
+    user: c.username,
+    password: c.password ?? undefined,
+    database: c.database,
+  };
+}
+
+/** A sleep that ends early when the signal aborts (the real scheduler's). */
+export function abortableSleep(ms: number, signal: AbortSignal): Promise<void> {
+  return realScheduler.sleep(ms, signal);
 }

@@ -1,0 +1,116 @@
+import type { ResolvedReceiver } from '../declare/define-outbox.js';
+import type { DeliveryStatus } from '../declare/types.js';
+import { DeliveryError } from '../errors/outbox-error.js';
+import type { Runtime } from '../runtime.js';
+import type { ClaimedDelivery, Outcome } from '../storage/store.js';
+import { errorText } from './attempt.js';
+
+/** A verdict the database accepted, with what it is about. */
+export interface RecordedVerdict {
+  readonly row: ClaimedDelivery;
+  readonly outcome: Outcome;
+  /** The declared receiver, when there is one (not for an orphan). */
+  readonly receiver: ResolvedReceiver | undefined;
+  /** What the receiver threw, for a failure. */
+  readonly error?: unknown;
+}
+
+/** Tell observers a handler's delivery committed (at once, not at the batch's end). */
+export function reportAcknowledged(rt: Runtime, row: ClaimedDelivery): void {
+  rt.events.emit('relay:delivered', {
+    deliveryId: row.id,
+    receiverKey: row.receiverKey,
+    eventName: row.event.name,
+    attempt: row.attempts + 1,
+    delayMs: rt.clock().getTime() - row.event.recordedAt.getTime(),
+  });
+}
+
+/**
+ * Report the recorded verdicts of a batch: one observer event and log line each, then each
+ * failed receiver's `onFailure` (a throwing hook is logged and ignored). Only verdicts the
+ * compare-and-set accepted are reported: a verdict refused because the claim was lost
+ * never happened. A logged failure carries a {@link DeliveryError} chaining what the
+ * receiver threw as its `cause`.
+ *
+ * @returns the count of verdicts by status.
+ */
+export async function reportVerdicts(
+  rt: Runtime,
+  verdicts: readonly RecordedVerdict[],
+): Promise<Partial<Record<DeliveryStatus, number>>> {
+  const counts: Partial<Record<DeliveryStatus, number>> = {};
+  for (const v of verdicts) {
+    counts[v.outcome.status] = (counts[v.outcome.status] ?? 0) + 1;
+    emitVerdict(rt, v);
+  }
+  for (const v of verdicts) {
+    const { outcome, row, receiver } = v;
+    if (!receiver?.onFailure || (outcome.status !== 'failed' && outcome.status !== 'dead'))
+      continue;
+    try {
+      await receiver.onFailure({
+        receiverKey: receiver.key,
+        deliveryId: row.id,
+        eventId: row.event.uuid,
+        eventName: row.event.name,
+        target: row.target,
+        attempt: outcome.attempts,
+        status: outcome.status,
+        error: outcome.lastError ?? '',
+      });
+    } catch (error) {
+      rt.logger.error(`onFailure of ${receiver.key} threw; ignored`, { error: errorText(error) });
+    }
+  }
+  return counts;
+}
+
+function emitVerdict(rt: Runtime, { row, outcome: o, error }: RecordedVerdict): void {
+  const about = { deliveryId: o.id, receiverKey: row.receiverKey, eventName: row.event.name };
+  const failure = (message: string) =>
+    new DeliveryError(message, {
+      deliveryId: o.id,
+      receiverKey: row.receiverKey,
+      cause: error,
+      retriable: o.status === 'failed',
+    });
+  switch (o.status) {
+    case 'succeeded':
+      rt.events.emit('relay:delivered', {
+        ...about,
+        attempt: o.attempts,
+        delayMs: rt.clock().getTime() - row.event.recordedAt.getTime(),
+      });
+      return;
+    case 'failed': {
+      const message = `delivery ${o.id} to ${row.receiverKey} failed (attempt ${o.attempts} of ${row.maxAttempts}); retrying at ${o.availableAt?.toISOString()}`;
+      rt.logger.warn(message, { error: o.lastError, failure: failure(message) });
+      rt.events.emit('relay:failed', {
+        ...about,
+        attempt: o.attempts,
+        error: o.lastError ?? '',
+        nextAttemptAt: o.availableAt!,
+      });
+      return;
+    }
+    case 'dead': {
+      const message = `delivery ${o.id} to ${row.receiverKey} is dead-lettered after attempt ${o.attempts}`;
+      rt.logger.error(message, { error: o.lastError, failure: failure(message) });
+      rt.events.emit('relay:deadLettered', {
+        ...about,
+        attempt: o.attempts,
+        error: o.lastError ?? '',
+      });
+      return;
+    }
+    case 'orphaned':
+      rt.logger.warn(
+        `delivery ${o.id} names receiver ${row.receiverKey}, which is not declared; recorded orphaned`,
+      );
+      rt.events.emit('relay:orphaned', about);
+      return;
+    case 'pending':
+      return; // a NotYet: moved to its time, nothing happened
+  }
+}

@@ -1,0 +1,88 @@
+import { Transaction } from 'sequelize';
+import type { Runtime } from '../runtime.js';
+import type { ClaimToken } from '../storage/store.js';
+import { Attempt, failureOutcome, handBackOutcome } from './attempt.js';
+import type { AttemptResult } from './attempt-result.js';
+import type { LeaseKeeper } from './lease-keeper.js';
+import type { HandlerTask } from './plan-batch.js';
+import { isTransientDatabaseError } from './transient.js';
+
+/** Thrown inside the handler's transaction to roll it back when the acknowledgement lost. */
+class LostClaim extends Error {}
+
+/**
+ * Run one handler attempt: the receiver's work and the row's acknowledgement in ONE
+ * transaction, so database work in the same database commits exactly when the delivery is
+ * recorded done. The attempt's signal fires on its time limit and on a stop.
+ *
+ * A failure of the database itself (the transaction could not begin, commit, or lost its
+ * connection — the transient codes of the retry table) is no failure of the receiver: the
+ * row is handed back without an attempt spent, so an outage never dead-letters good events.
+ */
+export async function runHandler(
+  rt: Runtime,
+  task: HandlerTask,
+  token: ClaimToken,
+  lease: LeaseKeeper,
+  stop: AbortSignal | undefined,
+): Promise<AttemptResult> {
+  const { receiver, item } = task;
+  const { row, event } = item;
+  await lease.beforeStart(row, receiver);
+  const attempt = new Attempt(rt, receiver, row, stop);
+  let receiverRan = false;
+  let receiverDone = false;
+  try {
+    const type = rt.store.capabilities.handlerTransaction.type;
+    await rt.sequelize.transaction(
+      type ? { type: Transaction.TYPES[type] } : {},
+      async (transaction) => {
+        receiverRan = true;
+        await attempt.run(
+          Promise.resolve(
+            receiver.handle!(event, {
+              receiverKey: receiver.key,
+              deliveryId: row.id,
+              attempt: row.attempts + 1,
+              target: row.target,
+              dueAt: row.dueAt,
+              transaction,
+              signal: attempt.signal,
+            }),
+          ),
+        );
+        receiverDone = true;
+        if (!(await rt.store.acknowledge(row.id, token, rt.clock(), transaction)))
+          throw new LostClaim();
+      },
+    );
+    return { kind: 'acknowledged', row, at: rt.clock() };
+  } catch (error) {
+    if (error instanceof LostClaim) return { kind: 'lost', row };
+    if (isDatabaseFault(error, receiverRan, receiverDone)) {
+      return { kind: 'handBack', row, outcome: handBackOutcome(row, rt.clock()), error };
+    }
+    return {
+      kind: 'outcome',
+      row,
+      receiver,
+      outcome: failureOutcome(rt, row, receiver, error, rt.clock()),
+      error,
+    };
+  } finally {
+    attempt.dispose();
+  }
+}
+
+/**
+ * Whether a handler's failure was the database's: a transient database error (the retry
+ * table) raised before the receiver ran (BEGIN), after it finished (the acknowledgement,
+ * COMMIT), or by a Sequelize query while it ran (its transaction's connection went away).
+ */
+function isDatabaseFault(error: unknown, ran: boolean, done: boolean): boolean {
+  if (!isTransientDatabaseError(error)) return false;
+  if (!ran || done) return true;
+  return typeof (error as { name?: unknown }).name === 'string'
+    ? (error as Error).name.startsWith('Sequelize')
+    : false;
+}

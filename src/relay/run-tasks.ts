@@ -1,0 +1,73 @@
+import type { Runtime } from '../runtime.js';
+import type { ClaimedDelivery, ClaimToken } from '../storage/store.js';
+import { errorText } from './attempt.js';
+import type { AttemptResult } from './attempt-result.js';
+import type { LeaseKeeper } from './lease-keeper.js';
+import { rowsOf, type Task } from './plan-batch.js';
+import { reportAcknowledged } from './report.js';
+import { runHandler } from './run-handler.js';
+import { runTransport } from './run-transport.js';
+
+/** What running a batch's tasks came to. */
+export interface TasksRun {
+  /** One result per row attempted, in the order the attempts ended. */
+  readonly results: readonly AttemptResult[];
+  /** Rows never started because the relay was asked to stop. */
+  readonly unstarted: readonly ClaimedDelivery[];
+  /**
+   * Rows whose task threw: a fault of the relay's own (a receiver's failure is a result,
+   * never a throw). Handed back like unstarted rows, while the rest of the batch goes on;
+   * one row's fault must not strand the others until their lease lapses.
+   */
+  readonly faulted: readonly ClaimedDelivery[];
+}
+
+/**
+ * Run the tasks `concurrency` at a time (one at a time on a single-writer database), and
+ * start no new one once `stop` aborts. Each task's result is returned as a value; the lease
+ * keeper is told as each row settles, and a handler's committed delivery is reported at once.
+ */
+export async function runTasks(
+  rt: Runtime,
+  tasks: readonly Task[],
+  token: ClaimToken,
+  lease: LeaseKeeper,
+  options: { readonly concurrency: number; readonly stop?: AbortSignal },
+): Promise<TasksRun> {
+  const limit = rt.store.capabilities.writers === 'one' ? 1 : Math.max(1, options.concurrency);
+  const lanes = Math.min(limit, tasks.length);
+  const results: AttemptResult[] = [];
+  const unstarted: ClaimedDelivery[] = [];
+  const faulted: ClaimedDelivery[] = [];
+  let next = 0;
+  const lane = async (): Promise<void> => {
+    while (next < tasks.length) {
+      const task = tasks[next++];
+      const rows = rowsOf(task);
+      if (options.stop?.aborted) {
+        unstarted.push(...rows);
+        continue;
+      }
+      try {
+        const done =
+          task.kind === 'handler'
+            ? [await runHandler(rt, task, token, lease, options.stop)]
+            : await runTransport(rt, task, lease, options.stop);
+        for (const result of done) {
+          if (result.kind === 'acknowledged') reportAcknowledged(rt, result.row);
+          results.push(result);
+        }
+      } catch (error) {
+        faulted.push(...rows);
+        rt.logger.error(
+          `delivering ${rows.map((r) => `${r.id} (${r.receiverKey})`).join(', ')} failed inside the relay; handed back`,
+          { error: errorText(error) },
+        );
+      } finally {
+        lease.settle(rows.map((r) => r.id));
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: lanes }, lane));
+  return { results, unstarted, faulted };
+}
