@@ -75,7 +75,7 @@ describeEachDialect('relay: leases and compare-and-set', (dialect) => {
   /** Worker A claims everything at T0 and then goes quiet, as a relay that stalled or died. */
   async function claimAsA(outbox: Awaited<ReturnType<typeof setup>>['outbox']) {
     const rt = runtimeOf(outbox);
-    const token = newClaimToken('worker-A', rt.clock);
+    const token = newClaimToken('worker-A', rt.clock, rt.state);
     const rows = await rt.store.claim({
       token,
       now: T0,
@@ -214,7 +214,7 @@ describeEachDialect('relay: leases and compare-and-set', (dialect) => {
     expect(await a.rt.store.release([a.rows[0].id], a.token, T0)).toBe(0);
   });
 
-  it("a claim's lease covers the longest lease a receiver declares", async () => {
+  it("a row is extended to its own receiver's longer lease before it starts, though the claim stamps the outbox's", async () => {
     const leases: (Date | null)[] = [];
     const config = defineOutbox({
       events: { 'jobs.Job': Job },

@@ -1,7 +1,7 @@
 import type { Sequelize } from 'sequelize';
 import { describe, inject } from 'vitest';
 import type { CreateOutboxOptions, Outbox, OutboxConfig, OutboxLogger } from '../../src/index.js';
-import { createOutbox, silentLogger } from '../../src/index.js';
+import { createOutbox, type Scheduler, silentLogger } from '../../src/index.js';
 import { runtimeOf } from '../../src/runtime.js';
 import type { DeliveryRow } from '../../src/storage/store.js';
 import type { TestDatabase } from '../../testing/databases.js';
@@ -184,4 +184,81 @@ export async function capturingStatements(
 export function describePostgres(title: string, body: (dialect: DialectCase) => void): void {
   const postgres = DIALECTS.find((d) => d.name === 'postgres')!;
   describe.skipIf(!inject('pgAvailable'))(`${title} [postgres]`, () => body(postgres));
+}
+
+/**
+ * Time a test moves by hand: a clock and a scheduler over it (`createOutbox({ clock,
+ * scheduler })`), so the relay's lease renewals, attempt timeouts and waits run on it and
+ * a test reaches a lease's lapse without sleeping through it.
+ */
+export interface FakeTime extends TestClock {
+  readonly scheduler: Scheduler;
+  /** Move time forward by `ms`, running each timer that comes due, in order. */
+  tick(ms: number): Promise<void>;
+  /** How many timers are waiting. */
+  pending(): number;
+}
+
+export function fakeTime(start: Date = T0): FakeTime {
+  const clock = testClock(start);
+  let seq = 0;
+  const timers = new Map<number, { at: number; fn: () => void }>();
+  const scheduler: Scheduler = {
+    setTimeout(fn, ms) {
+      const id = ++seq;
+      timers.set(id, { at: clock.now().getTime() + Math.max(0, ms), fn });
+      return { cancel: () => void timers.delete(id) };
+    },
+    sleep(ms, signal) {
+      return new Promise<void>((resolve) => {
+        if (signal?.aborted) return resolve();
+        const handle = scheduler.setTimeout(done, ms);
+        function done() {
+          handle.cancel();
+          signal?.removeEventListener('abort', done);
+          resolve();
+        }
+        signal?.addEventListener('abort', done, { once: true });
+      });
+    },
+  };
+  return {
+    ...clock,
+    scheduler,
+    pending: () => timers.size,
+    async tick(ms) {
+      const target = clock.now().getTime() + ms;
+      for (;;) {
+        let next: [number, { at: number; fn: () => void }] | undefined;
+        for (const entry of timers)
+          if (entry[1].at <= target && (!next || entry[1].at < next[1].at)) next = entry;
+        if (!next) break;
+        timers.delete(next[0]);
+        clock.set(new Date(Math.max(clock.now().getTime(), next[1].at)));
+        next[1].fn();
+        // Let what the timer started reach its next await (real I/O is not faked).
+        await new Promise((resolve) => setImmediate(resolve));
+      }
+      clock.set(new Date(target));
+    },
+  };
+}
+
+/**
+ * Move fake time forward in steps of `stepMs` until `check` holds, letting real I/O (the
+ * database) run between steps; fail after `maxSteps`.
+ */
+export async function tickUntil(
+  time: FakeTime,
+  check: () => boolean | Promise<boolean>,
+  what: string,
+  stepMs = 50,
+  maxSteps = 2_000,
+): Promise<void> {
+  for (let i = 0; i < maxSteps; i++) {
+    if (await check()) return;
+    await time.tick(stepMs);
+    await new Promise((resolve) => setTimeout(resolve, 2));
+  }
+  throw new Error(`fake time ran ${maxSteps} steps without ${what}`);
 }

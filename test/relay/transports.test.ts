@@ -39,14 +39,14 @@ describeEachDialect('relay: transports', (dialect) => {
         'bus.kafka': receiver(Note, {
           deliver: {
             name: 'fake-broker',
-            deliverBatch: async (events) => {
-              calls.push(events.map(n));
-              return events.map((e) =>
+            deliverBatch: async (items) => {
+              calls.push(items.map((i) => n(i.event)));
+              return items.map(({ event: e }) =>
                 n(e) === 2
-                  ? new Error('partition offline')
+                  ? { status: 'failed', error: new Error('partition offline') }
                   : n(e) === 4
-                    ? 'broker said no'
-                    : undefined,
+                    ? { status: 'failed', error: 'broker said no' }
+                    : { status: 'sent' },
               );
             },
           },
@@ -187,7 +187,7 @@ describeEachDialect('relay: transports', (dialect) => {
     expect((await rowsOf(outbox, 'bus.slow'))[0]).toMatchObject({
       status: 'failed',
       attempts: 1,
-      lastError: 'Error: receiver bus.slow timed out after 0.05s',
+      lastError: 'DeliveryTimeout: receiver bus.slow timed out after 0.05s',
       availableAt: new Date(T0.getTime() + 4_000),
     });
   });
@@ -220,7 +220,7 @@ describeEachDialect('relay: transports', (dialect) => {
     expect((await rowsOf(outbox, 'bus.slowHandler'))[0]).toMatchObject({
       status: 'failed',
       attempts: 1,
-      lastError: 'Error: receiver bus.slowHandler timed out after 0.05s',
+      lastError: 'DeliveryTimeout: receiver bus.slowHandler timed out after 0.05s',
     });
     expect(await receivedIds(db, table)).toEqual([]);
   });

@@ -11,7 +11,7 @@ import {
   receiver,
 } from '../../src/index.js';
 import { abortableSleep } from '../../src/relay/run-relay.js';
-import type { TestDatabase } from '../../testing/databases.js';
+import { postgresUrl, type TestDatabase } from '../../testing/databases.js';
 import { describeEachDialect } from '../support/dialects.js';
 import { openOutbox, waitFor } from './support.js';
 
@@ -85,7 +85,9 @@ describeEachDialect('relay: wakeups', (dialect) => {
     const { config, delivered } = setup(null);
     const outbox = await openOutbox(db, config, { wakeup });
     const signals: (readonly string[])[] = [];
-    const unlisten = await wakeup.listen((topics) => void signals.push(topics));
+    const unlisten = await wakeup.listen((topics) => void signals.push(topics), {
+      connection: { dialect: dialect.name },
+    });
     const relay = await startRelay(outbox, LONG_POLL_MS);
     try {
       await db.sequelize
@@ -137,7 +139,16 @@ describeEachDialect('relay: wakeups', (dialect) => {
       const signals: (readonly string[])[] = [];
       const relay = await startRelay(outbox, LONG_POLL_MS);
       // A second listener on the same wakeup, to see the signals themselves.
-      const unlisten = await wakeup.listen((topics) => void signals.push(topics));
+      const url = new URL(postgresUrl());
+      const unlisten = await wakeup.listen((topics) => void signals.push(topics), {
+        connection: {
+          dialect: 'postgres',
+          host: url.hostname,
+          port: Number(url.port || 5432),
+          user: decodeURIComponent(url.username),
+          database: url.pathname.slice(1),
+        },
+      });
       try {
         await db.sequelize
           .transaction(async (transaction) => {
