@@ -3,6 +3,7 @@ import { Sequelize } from 'sequelize';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { z } from 'zod';
 import { createOutbox, defineOutbox, event, receiver } from '../../src/index.js';
+import { runtimeOf } from '../../src/runtime.js';
 import { postgresUrl, type TestDatabase } from '../../testing/databases.js';
 import {
   captureLogger,
@@ -211,6 +212,120 @@ describePostgres('relay: surviving the database', (dialect) => {
     expect(waits).toEqual([200]);
     expect(logger.messages('error')).toEqual([]);
     expect((await rowsOf(app, 'shop.bus'))[0]).toMatchObject({ status: 'succeeded', attempts: 1 });
+  });
+
+  /** A Sequelize through a proxy the test can cut, and the outbox of a relay on it. */
+  async function relayBehindProxy(config: ReturnType<typeof defineOutbox>, tablePrefix: string) {
+    const proxy = await cuttableProxy(new URL(postgresUrl()));
+    const url = new URL(postgresUrl());
+    url.host = `127.0.0.1:${proxy.port}`;
+    const sequelize = new Sequelize(url.toString(), {
+      logging: false,
+      pool: { max: 3, acquire: 5_000 },
+    });
+    const logger = captureLogger();
+    const outbox = await openOutbox(db, config, {
+      tablePrefix,
+      sequelize,
+      schema: db.outboxOptions.schema,
+      logger,
+    });
+    return {
+      proxy,
+      outbox,
+      logger,
+      async close() {
+        await sequelize.close().catch(() => {});
+        await proxy.close();
+      },
+    };
+  }
+
+  it('an outage longer than five record tries does not leave the batch claimed: the record is retried while the lease holds', async () => {
+    const sent = gate();
+    const proceed = gate();
+    const config = defineOutbox({
+      events: { 'shop.Order': Order },
+      receivers: {
+        'shop.bus': receiver(Order, {
+          deliver: async () => {
+            sent.open();
+            await proceed.promise;
+          },
+        }),
+      },
+    });
+    const tablePrefix = freshPrefix();
+    const app = await openOutbox(db, config, { tablePrefix });
+    const relay = await relayBehindProxy(config, tablePrefix);
+    await app.fire('shop.Order', { n: 1 });
+    const waits: number[] = [];
+    try {
+      const running = relay.outbox.runRelay({
+        passes: 1,
+        // The database stays away for eight tries of the record, then returns.
+        sleep: async (ms) => {
+          waits.push(ms);
+          if (waits.length === 8) relay.proxy.restore();
+        },
+      });
+      await sent.promise;
+      relay.proxy.cut();
+      proceed.open();
+      const report = await running;
+      expect(report.succeeded).toBe(1);
+    } finally {
+      await relay.close();
+    }
+    // Backed off from 200 ms, doubling to at most 2 s.
+    expect(waits).toEqual([200, 400, 800, 1_600, 2_000, 2_000, 2_000, 2_000]);
+    expect((await rowsOf(app, 'shop.bus'))[0]).toMatchObject({ status: 'succeeded', attempts: 1 });
+  });
+
+  it('a connection lost under a handler is a database fault, not a receiver failure: the row is handed back with no attempt spent', async () => {
+    const tablePrefix = freshPrefix();
+    let relay!: Awaited<ReturnType<typeof relayBehindProxy>>;
+    const ran: number[] = [];
+    const config = defineOutbox({
+      events: { 'shop.Order': Order },
+      receivers: {
+        // One attempt only: an outage that charged it would dead-letter a good event.
+        'shop.ship': receiver(Order, {
+          maxAttempts: 1,
+          handle: async (e, ctx) => {
+            ran.push(e.payload.n);
+            if (ran.length === 1) relay.proxy.cut(); // the database goes away mid-handler
+            await runtimeOf(relay.outbox).sequelize.query('SELECT 1', {
+              transaction: ctx.transaction,
+            });
+          },
+        }),
+      },
+    });
+    const app = await openOutbox(db, config, { tablePrefix });
+    relay = await relayBehindProxy(config, tablePrefix);
+    await app.fire('shop.Order', { n: 1 });
+    try {
+      const first = await relay.outbox.runRelay({
+        passes: 1,
+        sleep: async () => relay.proxy.restore(),
+      });
+      expect(first).toMatchObject({ succeeded: 0, failed: 0, dead: 0, handedBack: 1 });
+      expect((await rowsOf(app, 'shop.ship'))[0]).toMatchObject({
+        status: 'pending',
+        attempts: 0,
+        lastError: null,
+      });
+      const second = await relay.outbox.runRelay({ passes: 1, sleep: shortSleep() });
+      expect(second.succeeded).toBe(1);
+    } finally {
+      await relay.close();
+    }
+    expect(ran).toEqual([1, 1]);
+    expect((await rowsOf(app, 'shop.ship'))[0]).toMatchObject({ status: 'succeeded', attempts: 1 });
+    expect(relay.logger.messages('warn')).toContainEqual(
+      expect.stringMatching(/met a database fault, not a receiver failure; handed back/),
+    );
   });
 
   it('the wait after failed claims doubles from the poll interval up to 15 seconds', async () => {

@@ -1,12 +1,15 @@
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { z } from 'zod';
 import { defineOutbox, event, receiver } from '../../src/index.js';
+import { claimBatch } from '../../src/relay/claim.js';
 import { newClaimToken } from '../../src/relay/claim-token.js';
 import { deliverBatch } from '../../src/relay/deliver-batch.js';
 import { runtimeOf } from '../../src/runtime.js';
 import type { TestDatabase } from '../../testing/databases.js';
 import { describeEachDialect } from '../support/dialects.js';
 import {
+  capturingStatements,
+  deliveryRows as deliveryRowsOf,
   freshPrefix,
   gate,
   openOutbox,
@@ -237,6 +240,58 @@ describeEachDialect('relay: leases and compare-and-set', (dialect) => {
       status: 'succeeded',
       leaseUntil: null,
     });
+  });
+
+  it("one receiver's long lease does not delay the others' recovery: the claim stamps the outbox's lease plus 10 percent", async () => {
+    const config = defineOutbox({
+      events: { 'jobs.Job': Job },
+      receivers: {
+        'jobs.slowReport': receiver(Job, { leaseSeconds: 600, handle: () => {} }),
+        'jobs.quick': receiver(Job, { handle: () => {} }),
+      },
+      settings: { leaseSeconds: 60 },
+    });
+    const outbox = await openOutbox(db, config, { clock: testClock().now });
+    await outbox.fire('jobs.Job', { n: 1 });
+    const claim = await claimBatch(runtimeOf(outbox), { workerId: 'w', now: T0, limit: 10 });
+    expect(claim.leaseSeconds).toBe(66);
+    expect((await rowsOf(outbox, 'jobs.quick'))[0].leaseUntil).toEqual(after(66_000));
+    expect((await rowsOf(outbox, 'jobs.slowReport'))[0].leaseUntil).toEqual(after(66_000));
+  });
+
+  it('where every durable receiver shares one lease no longer than the setting, the claim stamps that lease plus 10 percent', async () => {
+    const config = defineOutbox({
+      events: { 'jobs.Job': Job },
+      receivers: {
+        'jobs.a': receiver(Job, { leaseSeconds: 20, handle: () => {} }),
+        'jobs.b': receiver(Job, { leaseSeconds: 20, deliver: async () => {} }),
+        'jobs.inline': receiver(Job, { mode: 'inline', leaseSeconds: 5, handle: () => {} }),
+      },
+      settings: { leaseSeconds: 60 },
+    });
+    const outbox = await openOutbox(db, config, { clock: testClock().now });
+    await outbox.fire('jobs.Job', { n: 1 });
+    const claim = await claimBatch(runtimeOf(outbox), { workerId: 'w', now: T0, limit: 10 });
+    expect(claim.leaseSeconds).toBe(22);
+    expect((await deliveryRowsOf(outbox)).map((r) => r.leaseUntil)).toEqual([
+      after(22_000),
+      after(22_000),
+    ]);
+  });
+
+  it('a row that starts while the claim still covers its receiver\'s lease starts without another write', async () => {
+    const config = defineOutbox({
+      events: { 'jobs.Job': Job },
+      receivers: { 'jobs.quick': receiver(Job, { deliver: async () => {} }) },
+      settings: { leaseSeconds: 60 },
+    });
+    const outbox = await openOutbox(db, config, { clock: testClock().now });
+    await outbox.fire('jobs.Job', { n: 1 });
+    const statements = await capturingStatements(db.sequelize, () =>
+      outbox.runRelay({ passes: 1, sleep: shortSleep() }),
+    );
+    // The claim and the record: no lease extension in between.
+    expect(statements.filter((s) => /UPDATE\s+\S*deliveries/i.test(s))).toHaveLength(2);
   });
 
   if (dialect.name === 'postgres') {

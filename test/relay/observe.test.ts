@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { z } from 'zod';
 import {
+  DeliveryError,
   defineOutbox,
   event,
   type OutboxEventMap,
@@ -124,5 +125,28 @@ describeEachDialect('relay: observing the relay', (dialect) => {
       status: 'failed',
       attempts: 1,
     });
+  });
+
+  it("a logged failure carries a DeliveryError naming the delivery and chaining the receiver's error as its cause", async () => {
+    const logger = captureLogger();
+    const outbox = await openOutbox(db, config(), { clock: testClock().now, logger });
+    await outbox.fire('crm.Signup', { user: 'ada' });
+    await outbox.runRelay({ passes: 1, sleep: shortSleep() });
+    const rows = await rowsOf(outbox, 'crm.flaky');
+    const failed = logger.entries.find((e) => e.message.includes('to crm.flaky failed'));
+    const failure = failed?.fields?.failure as DeliveryError;
+    expect(failure).toBeInstanceOf(DeliveryError);
+    expect(failure).toMatchObject({
+      code: 'OUTBOX_DELIVERY',
+      retriable: true,
+      deliveryId: rows[0].id,
+      receiverKey: 'crm.flaky',
+    });
+    expect(failure.cause).toBeInstanceOf(Error);
+    expect((failure.cause as Error).message).toBe('503');
+    const dead = logger.entries.find((e) => e.message.includes('to crm.gone is dead-lettered'));
+    const deadFailure = dead?.fields?.failure as DeliveryError;
+    expect(deadFailure).toMatchObject({ retriable: false, receiverKey: 'crm.gone' });
+    expect(deadFailure.cause).toBeInstanceOf(PermanentFailure);
   });
 });

@@ -2,6 +2,7 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import { z } from 'zod';
 import {
   type DeliveryContext,
+  DeliveryTimeout,
   defineOutbox,
   event,
   type OutboxEvent,
@@ -223,6 +224,138 @@ describeEachDialect('relay: transports', (dialect) => {
       lastError: 'DeliveryTimeout: receiver bus.slowHandler timed out after 0.05s',
     });
     expect(await receivedIds(db, table)).toEqual([]);
+  });
+
+  it("a timed-out send's signal is aborted with a DeliveryTimeout, so the client cancels the send rather than only losing the race", async () => {
+    const reasons: unknown[] = [];
+    const config = defineOutbox({
+      events: { 'bus.Note': Note },
+      receivers: {
+        'bus.slow': receiver(Note, {
+          deliver: {
+            deliverBatch: (_items, { signal }) =>
+              new Promise((_, reject) => {
+                signal.addEventListener('abort', () => {
+                  reasons.push(signal.reason);
+                  reject(signal.reason);
+                });
+              }),
+          },
+          timeoutSeconds: 0.05,
+        }),
+      },
+    });
+    const outbox = await openOutbox(db, config, { clock: testClock().now });
+    await outbox.fire('bus.Note', { n: 1 });
+    await outbox.runRelay({ passes: 1, sleep: shortSleep() });
+    expect(reasons).toHaveLength(1);
+    expect(reasons[0]).toBeInstanceOf(DeliveryTimeout);
+    expect(reasons[0]).toMatchObject({
+      code: 'OUTBOX_DELIVERY_TIMEOUT',
+      retriable: true,
+      receiverKey: 'bus.slow',
+      timeoutSeconds: 0.05,
+    });
+    expect((await rowsOf(outbox, 'bus.slow'))[0]).toMatchObject({
+      status: 'failed',
+      lastError: 'DeliveryTimeout: receiver bus.slow timed out after 0.05s',
+    });
+  });
+
+  it("a timed-out handler's signal fires, so it stops querying its rolled-back transaction", async () => {
+    const table = await createReceivedTable(db, 'received_abort');
+    let queriesAfterAbort = 0;
+    const config = defineOutbox({
+      events: { 'bus.Note': Note },
+      receivers: {
+        'bus.slowHandler': receiver(Note, {
+          handle: async (e, ctx) => {
+            await new Promise<void>((resolve) =>
+              ctx.signal!.addEventListener('abort', () => resolve()),
+            );
+            // A careful handler checks its signal before each query.
+            if (ctx.signal!.aborted) return;
+            queriesAfterAbort += 1;
+            await db.sequelize.query(`INSERT INTO ${table} (event_id) VALUES ($1)`, {
+              bind: [e.id],
+              transaction: ctx.transaction,
+            });
+          },
+          timeoutSeconds: 0.05,
+        }),
+      },
+    });
+    const outbox = await openOutbox(db, config, { clock: testClock().now });
+    await outbox.fire('bus.Note', { n: 1 });
+    await outbox.runRelay({ passes: 1, sleep: shortSleep() });
+    expect(queriesAfterAbort).toBe(0);
+    expect((await rowsOf(outbox, 'bus.slowHandler'))[0]).toMatchObject({
+      status: 'failed',
+      lastError: 'DeliveryTimeout: receiver bus.slowHandler timed out after 0.05s',
+    });
+    expect(await receivedIds(db, table)).toEqual([]);
+  });
+
+  it('deliverBatch gets each event with its delivery context, one signal for the call, and may answer retryAfter', async () => {
+    const seen: { context: DeliveryContext; signal: AbortSignal }[] = [];
+    const config = defineOutbox({
+      events: { 'bus.Note': Note },
+      receivers: {
+        'bus.limited': receiver(Note, {
+          deliver: {
+            deliverBatch: async (items, { signal }) => {
+              for (const item of items) seen.push({ context: item.context, signal });
+              return items.map((item) =>
+                n(item.event) === 1
+                  ? { status: 'sent' }
+                  : { status: 'retryAfter', seconds: 120, error: 'HTTP 429' },
+              );
+            },
+          },
+        }),
+      },
+    });
+    const outbox = await openOutbox(db, config, { clock: testClock().now });
+    await outbox.fire('bus.Note', { n: 1 });
+    await outbox.fire('bus.Note', { n: 2 });
+    await outbox.runRelay({ passes: 1, sleep: shortSleep() });
+    const rows = await rowsOf(outbox, 'bus.limited');
+    expect(seen.map((s) => s.context)).toEqual([
+      expect.objectContaining({
+        receiverKey: 'bus.limited',
+        deliveryId: rows[0].id,
+        attempt: 1,
+        target: '',
+        dueAt: null,
+      }),
+      expect.objectContaining({ deliveryId: rows[1].id, attempt: 1 }),
+    ]);
+    expect(seen[0].signal).toBe(seen[1].signal);
+    expect(seen[0].signal.aborted).toBe(false);
+    expect(rows.map((r) => [r.status, r.attempts, r.lastError, r.availableAt])).toEqual([
+      ['succeeded', 1, null, expect.any(Date)],
+      ['failed', 1, 'RetryAfter: HTTP 429', new Date(T0.getTime() + 120_000)],
+    ]);
+  });
+
+  it('a deliverBatch that answers the wrong number of results fails every item, saying so', async () => {
+    const config = defineOutbox({
+      events: { 'bus.Note': Note },
+      receivers: {
+        'bus.short': receiver(Note, {
+          deliver: { deliverBatch: async () => [{ status: 'sent' }] },
+        }),
+      },
+    });
+    const outbox = await openOutbox(db, config, { clock: testClock().now });
+    await outbox.fire('bus.Note', { n: 1 });
+    await outbox.fire('bus.Note', { n: 2 });
+    await outbox.runRelay({ passes: 1, sleep: shortSleep() });
+    const rows = await rowsOf(outbox, 'bus.short');
+    expect(rows.map((r) => r.status)).toEqual(['failed', 'failed']);
+    expect(rows[0].lastError).toBe(
+      'TypeError: bus.short: deliverBatch resolved to 1 results for 2 items; it must resolve to one per item (or to nothing when all went)',
+    );
   });
 
   it('a row whose receiver key is no longer declared is recorded orphaned', async () => {
