@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, beforeEach, expect, it } from 'vitest';
 import { createOutbox, type Outbox, silentLogger } from '../../src/index.js';
+import { runtimeOf } from '../../src/runtime.js';
 import { describeEachDialect } from '../support/dialects.js';
 import config from './fixtures/ping.config.js';
 import {
@@ -89,4 +90,26 @@ describeEachDialect('outbox relay', (dialect) => {
     expect(receivedNumbers(received)).toEqual([...Array(30).keys()]);
     expect(await outbox.countDeliveries()).toMatchObject({ succeeded: 30, pending: 0, claimed: 0 });
   }, 60_000);
+
+  if (dialect.name === 'sqlite') {
+    it('a relay refused by a killed relay\'s lock says when it lapses, and --allow-unsafe-concurrency starts it anyway', async () => {
+      await firePings(3, 'pings');
+      // A relay that took the lock and was killed with -9.
+      const lock = runtimeOf(outbox).store.relayLock!;
+      const now = new Date();
+      await lock.acquire('killed-relay', now, new Date(now.getTime() + 15_000));
+      const refused = await runCli(['relay', '--once', '-c', PING_CONFIG, ...db.args], {
+        env: { OUTBOX_TEST_RECEIVED: received },
+      });
+      expect(refused.code).toBe(1);
+      expect(refused.stderr).toMatch(/\(killed-relay\) until \S+Z, \d+ s from now/);
+      expect(refused.stderr).toContain('--allow-unsafe-concurrency');
+      const forced = await runCli(
+        ['relay', '--once', '--allow-unsafe-concurrency', '-c', PING_CONFIG, ...db.args],
+        { env: { OUTBOX_TEST_RECEIVED: received } },
+      );
+      expect(forced.code).toBe(0);
+      expect(receivedNumbers(received)).toEqual([0, 1, 2]);
+    });
+  }
 });
