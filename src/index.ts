@@ -76,6 +76,7 @@ export { backoffSeconds } from './relay/backoff.js';
 export type { DeliverPendingOptions } from './relay/deliver-pending.js';
 export type { RelayReport, RunRelayOptions } from './relay/run-relay.js';
 export type {
+  InProcessWakeupOptions,
   ListenNotifyOptions,
   OutboxWakeup,
   WakeupCapabilities,

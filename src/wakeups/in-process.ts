@@ -1,21 +1,53 @@
+import { consoleLogger, type OutboxLogger } from '../observe/logger.js';
 import type { OutboxWakeup } from './wakeup.js';
+
+/** Options of {@link inProcessWakeup}. */
+export interface InProcessWakeupOptions {
+  /**
+   * Where a listener that throws is logged (the signal still reaches the other listeners).
+   * @defaultValue the console logger
+   */
+  readonly logger?: OutboxLogger;
+}
 
 /**
  * Wake the relays of this process right after a commit. The default: it costs nothing and
  * removes the poll latency whenever the relay runs in the process that fires (the demo,
  * a monolith, tests).
+ *
+ * Capabilities: none needed, so it serves every dialect; `fire()` calls `signal()` once
+ * the outermost transaction has committed, and each listener hears it in a microtask,
+ * never inside `fire()`'s own call stack. Relays in other processes hear nothing (they
+ * poll): use {@link listenNotifyWakeup} or a broker wakeup for those.
  */
-export function inProcessWakeup(): OutboxWakeup {
+export function inProcessWakeup(options: InProcessWakeupOptions = {}): OutboxWakeup {
+  const logger = options.logger ?? consoleLogger;
   const listeners = new Set<(topics: readonly string[]) => void>();
   return {
     name: 'in-process',
+    capabilities: {},
     signal(topics) {
-      for (const listener of listeners) queueMicrotask(() => listener(topics));
+      // A copy per signal: a listener must not see the caller's array change under it.
+      const sent = Object.freeze([...topics]);
+      for (const listener of listeners)
+        queueMicrotask(() => {
+          // Removed between the signal and this microtask: it asked not to hear any more.
+          if (!listeners.has(listener)) return;
+          try {
+            listener(sent);
+          } catch (error) {
+            logger.warn('a wakeup listener threw; the other listeners still heard the signal', {
+              error,
+            });
+          }
+        });
     },
     async listen(onSignal) {
-      listeners.add(onSignal);
+      // A wrapper per call, so one function listening twice is unsubscribed once per call.
+      const listener = (topics: readonly string[]) => onSignal(topics);
+      listeners.add(listener);
       return async () => {
-        listeners.delete(onSignal);
+        listeners.delete(listener);
       };
     },
     async close() {

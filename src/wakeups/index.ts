@@ -1,4 +1,10 @@
+export type { InProcessWakeupOptions } from './in-process.js';
 export { inProcessWakeup } from './in-process.js';
 export type { ListenNotifyOptions } from './listen-notify.js';
 export { listenNotifyWakeup } from './listen-notify.js';
-export type { OutboxWakeup } from './wakeup.js';
+export type {
+  OutboxWakeup,
+  WakeupCapabilities,
+  WakeupConnection,
+  WakeupListenContext,
+} from './wakeup.js';

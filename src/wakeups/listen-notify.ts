@@ -1,19 +1,26 @@
 import type { ClientConfig, Client as PgClient } from 'pg';
-import type { Sequelize } from 'sequelize';
 import { ConfigurationError } from '../errors/outbox-error.js';
 import { consoleLogger, type OutboxLogger } from '../observe/logger.js';
-import type { OutboxWakeup } from './wakeup.js';
+import type { OutboxWakeup, WakeupConnection, WakeupListenContext } from './wakeup.js';
 
 /** Options of {@link listenNotifyWakeup}. */
 export interface ListenNotifyOptions {
   /**
-   * The channel to NOTIFY and LISTEN on.
+   * The channel to NOTIFY and LISTEN on: a lower-case PostgreSQL identifier (letters,
+   * digits, `_`; at most 63 characters). Give each outbox sharing one database its own.
    * @defaultValue `'outboxkit'`
    */
   readonly channel?: string;
-  /** How to connect the listening client; defaults to the outbox's Sequelize settings. */
+  /**
+   * How to connect the listening client (node-postgres settings). When omitted, the
+   * connection settings of the outbox's own database are used, which the relay hands to
+   * `listen()`. Set it when the listener must connect differently (through TLS options
+   * Sequelize does not pass on, or past a transaction-pooling PgBouncer, which cannot
+   * hold a LISTEN).
+   * @defaultValue the outbox database's settings
+   */
   readonly connection?: ClientConfig;
-  /** Where reconnect failures are logged. */
+  /** Where reconnect failures are logged. @defaultValue the console logger */
   readonly logger?: OutboxLogger;
   /**
    * How many failed (re)connections in a row before the listener gives up with an ERROR;
@@ -23,38 +30,59 @@ export interface ListenNotifyOptions {
   readonly maxFailures?: number;
 }
 
-/** The wakeup with the Sequelize instance it was attached to (internal). */
-export interface AttachableWakeup extends OutboxWakeup {
-  attach(sequelize: Sequelize): void;
-}
+/** The channel when none is given. */
+const DEFAULT_CHANNEL = 'outboxkit';
+/** A channel is written into `LISTEN "…"` unescaped, so only plain identifiers pass. */
+const CHANNEL_PATTERN = /^[a-z_][a-z0-9_]{0,62}$/;
+/** Reconnect backoff: 500 ms after the first failure, doubling, capped. */
+const RECONNECT_BASE_MS = 250;
+const RECONNECT_MAX_MS = 15_000;
 
 /**
  * Wake relays through PostgreSQL `LISTEN/NOTIFY`. `fire()` queues a `NOTIFY` (one per
  * topic) inside the same statement that writes the event, so PostgreSQL sends it exactly
  * when the transaction commits and never for a rollback, and folds the repeats of one
  * transaction into one. Each relay holds one dedicated connection that LISTENs; a lost
- * connection is re-opened with backoff while the relay goes on polling.
+ * connection is re-opened with backoff while the relay goes on polling, and once it is
+ * back every listener is signalled (with no topics), since a NOTIFY sent while it was
+ * down was lost.
+ *
+ * Capabilities: `notifyInWrite` on its channel (so `createOutbox` needs a store that
+ * notifies in its write, and `signal()` here does nothing) and `dialects: ['postgres']`.
+ * Each signal names one topic: the notification's payload.
+ *
+ * @throws ConfigurationError when the channel is not a lower-case identifier.
  */
 export function listenNotifyWakeup(options: ListenNotifyOptions = {}): OutboxWakeup {
-  const channel = options.channel ?? 'outboxkit';
-  if (!/^[a-z_][a-z0-9_]{0,62}$/.test(channel)) {
+  const channel = options.channel ?? DEFAULT_CHANNEL;
+  if (!CHANNEL_PATTERN.test(channel)) {
     throw new ConfigurationError(
-      `listenNotifyWakeup({ channel }) must be a lower-case identifier (got ${JSON.stringify(channel)})`,
+      `listenNotifyWakeup({ channel }) must be a lower-case identifier of at most 63 characters: letters, digits and _, not starting with a digit (got ${JSON.stringify(channel)})`,
     );
   }
   const logger = options.logger ?? consoleLogger;
   const maxFailures = options.maxFailures ?? 5;
+  /** Settled by the first `listen()` (from the options, else from its context). */
   let connection: ClientConfig | undefined = options.connection;
   const listeners = new Set<(topics: readonly string[]) => void>();
   let client: PgClient | undefined;
   let opening: Promise<void> | undefined;
   let retryTimer: NodeJS.Timeout | undefined;
   let failures = 0;
+  /** A connection was lost since the last one opened: signal everyone once it is back. */
+  let lost = false;
   let closed = false;
 
-  const dispatch = (payload: string | undefined) => {
-    const topics = payload ? [payload] : [];
-    for (const listener of listeners) listener(topics);
+  const dispatch = (topics: readonly string[]) => {
+    for (const listener of [...listeners]) {
+      try {
+        listener(topics);
+      } catch (error) {
+        logger.warn('a wakeup listener threw; the other listeners still heard the signal', {
+          error,
+        });
+      }
+    }
   };
 
   const scheduleReconnect = () => {
@@ -62,49 +90,68 @@ export function listenNotifyWakeup(options: ListenNotifyOptions = {}): OutboxWak
     failures += 1;
     if (failures > maxFailures) {
       logger.error(
-        `LISTEN on "${channel}" failed ${maxFailures} times in a row; giving up, relays keep polling`,
+        `LISTEN on "${channel}" failed ${failures} time(s) in a row; giving up (maxFailures: ${maxFailures}), relays keep polling`,
       );
       return;
     }
-    const delayMs = Math.min(15_000, 250 * 2 ** failures);
+    const delayMs = Math.min(RECONNECT_MAX_MS, RECONNECT_BASE_MS * 2 ** failures);
     retryTimer = setTimeout(() => {
       retryTimer = undefined;
-      void open();
+      void open().catch(() => {});
     }, delayMs);
+    // Not on the relay's fake-time path: a plain timer that never keeps the process up.
     retryTimer.unref();
   };
 
+  /** Open the listening client unless one is open or opening. Rejects only on bad config. */
   const open = (): Promise<void> => {
-    if (client || opening || closed) return opening ?? Promise.resolve();
+    if (client || closed || listeners.size === 0) return opening ?? Promise.resolve();
+    if (opening) return opening;
     opening = (async () => {
       if (!connection)
         throw new ConfigurationError(
-          'listenNotifyWakeup needs a connection: pass { connection } or use it through createOutbox',
+          'listenNotifyWakeup needs a connection: pass listenNotifyWakeup({ connection }) or use it through createOutbox, whose relay passes the outbox database to listen()',
         );
       const { default: pg } = await import('pg');
       const c = new pg.Client(connection);
       c.on('notification', (message) => {
-        if (message.channel === channel) dispatch(message.payload);
+        if (message.channel === channel && client === c)
+          dispatch(message.payload ? [message.payload] : []);
       });
       c.on('error', (error) => {
+        if (client !== c) return;
         logger.warn(`LISTEN connection on "${channel}" failed; reconnecting`, {
           error: error.message,
         });
-        if (client === c) client = undefined;
+        client = undefined;
+        lost = true;
         c.end().catch(() => {});
         scheduleReconnect();
       });
       try {
         await c.connect();
         await c.query(`LISTEN "${channel}"`);
-        client = c;
-        failures = 0;
       } catch (error) {
         c.end().catch(() => {});
+        // Whatever is written until a LISTEN holds is not heard: signal once it does.
+        lost = true;
         logger.warn(`could not LISTEN on "${channel}"; retrying`, {
           error: (error as Error).message,
         });
         scheduleReconnect();
+        return;
+      }
+      // Closed, or the last listener left, while connecting: nobody wants this client.
+      if (closed || listeners.size === 0) {
+        await c.end().catch(() => {});
+        return;
+      }
+      client = c;
+      failures = 0;
+      if (lost) {
+        lost = false;
+        // NOTIFYs sent while the connection was down are gone: have the relays look now.
+        dispatch([]);
       }
     })().finally(() => {
       opening = undefined;
@@ -112,52 +159,75 @@ export function listenNotifyWakeup(options: ListenNotifyOptions = {}): OutboxWak
     return opening;
   };
 
-  const wakeup: AttachableWakeup = {
+  /**
+   * Stop the timer and end the client, once closed or the last listener left; awaits a
+   * connection being opened (which then ends itself).
+   */
+  const release = async () => {
+    if (retryTimer) clearTimeout(retryTimer);
+    retryTimer = undefined;
+    failures = 0;
+    lost = false;
+    await opening?.catch(() => {});
+    // A listen() that came while the connection was opening keeps it.
+    if (!closed && listeners.size > 0) {
+      void open().catch(() => {});
+      return;
+    }
+    const c = client;
+    client = undefined;
+    await c?.end().catch(() => {});
+  };
+
+  return {
     name: 'listen-notify',
-    notifyChannel: channel,
-    attach(sequelize) {
-      if (sequelize.getDialect() !== 'postgres') {
-        throw new ConfigurationError(
-          `listenNotifyWakeup() needs PostgreSQL (the outbox's Sequelize uses ${sequelize.getDialect()}); use inProcessWakeup() or none`,
-        );
-      }
-      if (!connection) {
-        const c = sequelize.config;
-        connection = {
-          host: c.host,
-          port: Number(c.port) || 5432,
-          user: c.username,
-          password: c.password ?? undefined,
-          database: c.database,
-        };
-      }
-    },
+    capabilities: { notifyInWrite: { channel }, dialects: ['postgres'] },
     signal() {
       // Sent by PostgreSQL itself on commit: the NOTIFY rides in the write's statement.
     },
-    async listen(onSignal) {
+    async listen(onSignal, context?: WakeupListenContext) {
+      if (context?.connection) {
+        const given = context.connection;
+        if (given.dialect !== 'postgres') {
+          throw new ConfigurationError(
+            `listenNotifyWakeup() needs PostgreSQL (the outbox's database is ${given.dialect}); use inProcessWakeup() or none`,
+          );
+        }
+        connection ??= clientConfigOf(given);
+      }
       closed = false;
-      listeners.add(onSignal);
-      await open();
+      // A wrapper per call, so one function listening twice is unsubscribed once per call.
+      const listener = (topics: readonly string[]) => onSignal(topics);
+      listeners.add(listener);
+      try {
+        await open();
+      } catch (error) {
+        listeners.delete(listener);
+        throw error;
+      }
       return async () => {
-        listeners.delete(onSignal);
-        if (listeners.size === 0) await wakeup.close();
+        if (!listeners.delete(listener)) return;
+        // The last listener gone: give the connection back (a later listen() reopens).
+        if (listeners.size === 0) await release();
       };
     },
     async close() {
       closed = true;
-      if (retryTimer) clearTimeout(retryTimer);
-      retryTimer = undefined;
-      const c = client;
-      client = undefined;
-      await opening?.catch(() => {});
-      await c?.end().catch(() => {});
+      listeners.clear();
+      await release();
     },
   };
-  return wakeup;
 }
 
-/** Whether a wakeup wants to know the Sequelize instance it serves. */
-export function isAttachable(wakeup: OutboxWakeup): wakeup is AttachableWakeup {
-  return typeof (wakeup as Partial<AttachableWakeup>).attach === 'function';
+/** node-postgres settings for the outbox database's connection settings. */
+function clientConfigOf(connection: WakeupConnection): ClientConfig {
+  return {
+    host: connection.host,
+    port: connection.port ?? 5432,
+    user: connection.user,
+    password: connection.password,
+    database: connection.database,
+    // A listener sits idle for hours: let TCP notice a peer that vanished.
+    keepAlive: true,
+  };
 }
