@@ -1,5 +1,6 @@
-import { decodeJson } from '../src/codec/json.js';
+import { decodeEvent } from '../src/codec/decode-event.js';
 import { closestName } from '../src/declare/config-path.js';
+import { PayloadDecodeError } from '../src/errors/outbox-error.js';
 import type { Outbox } from '../src/index.js';
 import { runtimeOf } from '../src/runtime.js';
 
@@ -12,8 +13,8 @@ const truncate = (text: string) =>
 
 /** Thrown by {@link assertFired} when the log does not hold what the test expected. */
 export class OutboxAssertionError extends Error {
-  constructor(message: string) {
-    super(message);
+  constructor(message: string, options: { cause?: unknown } = {}) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
     this.name = 'OutboxAssertionError';
   }
 }
@@ -24,7 +25,8 @@ export class OutboxAssertionError extends Error {
  * Reads the log rather than spying on `fire()`: a spy records that a function was called,
  * while the committed row is what the rest of the system reacts to — a rolled-back fire
  * leaves no row and fails this. Decoding through the event's schema on the way out means
- * a payload that cannot round-trip fails here too.
+ * a payload that cannot round-trip fails here too — through THE decoder the relay uses, so
+ * it fails here exactly when a receiver would (the `PayloadDecodeError` is the `cause`).
  *
  * @param times the exact number of events expected; at least one when omitted.
  */
@@ -52,13 +54,15 @@ export async function assertFired<P = unknown>(
   }
   const rows = await rt.store.readEvents({ name });
   const payloads = rows.map((row) => {
-    const parsed = route.event.schema.safeParse(decodeJson(row.payload));
-    if (!parsed.success) {
+    try {
+      return decodeEvent(rt.config, row).payload as P;
+    } catch (error) {
+      if (!(error instanceof PayloadDecodeError)) throw error;
       throw new OutboxAssertionError(
-        `assertFired: ${name} event ${row.uuid} does not decode: ${parsed.error.message}`,
+        `assertFired: ${name} event ${row.uuid} does not decode: ${error.message}`,
+        { cause: error },
       );
     }
-    return parsed.data as P;
   });
   if (options.times === undefined ? payloads.length === 0 : payloads.length !== options.times) {
     const fired = await rt.store.readEvents({});

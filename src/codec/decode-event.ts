@@ -21,6 +21,12 @@ export function decodeEvent(config: OutboxConfig, stored: StoredEvent): OutboxEv
   const at = `${stored.name} v${stored.version} (event ${stored.uuid})`;
   const raw = parseColumn(stored.payload, stored, 'payload', at);
   const headers = parseColumn(stored.headers, stored, 'headers', at) ?? {};
+  if (typeof headers !== 'object' || Array.isArray(headers)) {
+    throw new PayloadDecodeError(
+      `stored headers of ${at} are not an object of name → JSON value (got ${JSON.stringify(headers)})`,
+      { eventName: stored.name, version: stored.version, eventId: stored.uuid, path: 'headers' },
+    );
+  }
   const schema = config.route(stored.name)?.event.schema;
   let payload: unknown = raw;
   if (schema) {

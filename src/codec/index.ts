@@ -1,2 +1,2 @@
-export { decodeJson, encodeJson } from './json.js';
 export { decodeEvent } from './decode-event.js';
+export { decodeJson, type EncodedJson, encodeJson, encodeJsonValue } from './json.js';

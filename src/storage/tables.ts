@@ -53,8 +53,3 @@ export function tableNames(prefix: string, schema: string | undefined): TableNam
     schema,
   };
 }
-
-/** Statuses that still owe work: what the claim reads and the ordering check waits on. */
-export const OWED = `'pending','failed','claimed'`;
-/** Statuses that hold back the later events of an ordering key: owed ones, and dead letters. */
-export const HOLDS_BACK = `'pending','failed','claimed','dead'`;

@@ -29,6 +29,7 @@ function recordingWakeup(): OutboxWakeup & { signals: string[][] } {
   const signals: string[][] = [];
   return {
     name: 'recording',
+    capabilities: {},
     signals,
     signal: (topics) => void signals.push([...topics]),
     listen: async () => async () => {},

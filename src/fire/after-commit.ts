@@ -1,0 +1,96 @@
+import type { Transaction } from 'sequelize';
+import type { Runtime } from '../runtime.js';
+import { rootOf } from './transaction.js';
+import type { FiredEvent, PlannedEvent } from './types.js';
+import { whenCommitted } from './when-committed.js';
+
+/**
+ * Step 4 of `fire()`: arrange what happens once the firing transaction has really
+ * committed (see {@link whenCommitted}) — never for a rollback, a rolled-back savepoint or
+ * a failed COMMIT:
+ *
+ * - the `onCommit` receivers of the events this call wrote, in firing order; best effort,
+ *   so a throw is logged and emitted as `fire:onCommitFailed`, never raised;
+ * - one wakeup signal per outbox per transaction, naming the topics its fires wrote that
+ *   durable receivers owe, sent after every onCommit receiver. A `notifyInWrite` wakeup
+ *   (PostgreSQL `NOTIFY` inside the insert) needs nothing from here.
+ *
+ * Duplicates of a stored idempotency key arrange nothing: they wrote nothing.
+ */
+export function arrangeAfterCommit(
+  rt: Runtime,
+  planned: readonly PlannedEvent[],
+  fired: readonly FiredEvent[],
+  transaction: Transaction,
+): void {
+  const fresh = planned.flatMap((p, i) => (fired[i].duplicate ? [] : [{ p, event: fired[i] }]));
+  if (fresh.length === 0) return;
+
+  const onCommit = fresh.flatMap(({ p, event }) =>
+    p.route.onCommit.map((receiver) => ({ receiver, event })),
+  );
+  if (onCommit.length > 0) {
+    whenCommitted(transaction, async () => {
+      for (const { receiver, event } of onCommit) {
+        try {
+          await receiver.handle!(event, {
+            receiverKey: receiver.key,
+            deliveryId: null,
+            attempt: 1,
+            target: '',
+            dueAt: null,
+          });
+        } catch (error) {
+          rt.logger.error(
+            `onCommit receiver ${receiver.key} failed for ${event.name}; not retried (onCommit is best effort)`,
+            { error },
+          );
+          rt.events.emit('fire:onCommitFailed', {
+            receiverKey: receiver.key,
+            eventName: event.name,
+            error,
+          });
+        }
+      }
+    });
+  }
+
+  const topics = fresh.filter(({ p }) => p.route.durable.length > 0).map(({ event }) => event.name);
+  if (topics.length > 0) signalWhenCommitted(rt, transaction, topics);
+}
+
+/**
+ * Coalesce this outbox's signal for the outermost transaction: the first fire in it adds
+ * the one `signals`-stage piece that sends; every fire adds a `receivers`-stage piece that
+ * contributes its topics if its own savepoint committed. The set lives in this runtime's
+ * state, keyed by the outermost transaction, so two outboxes firing in one transaction
+ * each signal their own wakeup.
+ */
+function signalWhenCommitted(rt: Runtime, transaction: Transaction, topics: readonly string[]) {
+  const wakeup = rt.wakeup;
+  if (!wakeup || wakeup.capabilities?.notifyInWrite) return;
+  const root = rootOf(transaction);
+  let committed = rt.state.pendingSignals.get(root);
+  if (!committed) {
+    const collected = new Set<string>();
+    committed = collected;
+    rt.state.pendingSignals.set(root, collected);
+    whenCommitted(
+      root,
+      () => {
+        rt.state.pendingSignals.delete(root);
+        if (collected.size === 0) return;
+        try {
+          wakeup.signal([...collected]);
+        } catch (error) {
+          rt.logger.warn(`wakeup ${wakeup.name} failed to signal; relays will poll`, { error });
+        }
+      },
+      'signals',
+    );
+  }
+  const into = committed;
+  whenCommitted(transaction, () => {
+    for (const topic of topics) into.add(topic);
+  });
+}

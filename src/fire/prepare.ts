@@ -1,0 +1,152 @@
+import { v7 as uuidv7 } from 'uuid';
+import type { ZodType } from 'zod';
+import { type EncodedJson, encodeJsonValue } from '../codec/json.js';
+import { closestName, formatConfigPath } from '../declare/config-path.js';
+import type { OutboxConfig } from '../declare/define-outbox.js';
+import type { JsonValue } from '../declare/types.js';
+import { ValidationError } from '../errors/outbox-error.js';
+import type { FireMessage, PreparedEvent } from './types.js';
+
+/** The longest idempotency or ordering key the columns hold. */
+const MAX_KEY = 255;
+
+/**
+ * Step 1 of `fire()`: validate and encode every message, with no I/O, so bad input throws
+ * before the first statement — nothing is written and the caller's transaction stays
+ * usable. Every message is checked before any is written.
+ *
+ * @param where the call, for messages: `fire()`, or `fireMany()` (indexed per message).
+ * @throws {ValidationError} naming the message and the path at fault.
+ */
+export function prepareEvents(
+  config: OutboxConfig,
+  messages: readonly FireMessage[],
+  now: Date,
+  where: string,
+): PreparedEvent[] {
+  return messages.map((m, i) =>
+    prepareEvent(config, m, now, messages.length > 1 ? `${where}[${i}]` : where),
+  );
+}
+
+function prepareEvent(
+  config: OutboxConfig,
+  message: FireMessage,
+  now: Date,
+  where: string,
+): PreparedEvent {
+  const route = config.route(message.name);
+  if (!route) {
+    const hint = closestName(
+      String(message.name),
+      config.eventList.map((e) => e.name),
+    );
+    throw new ValidationError(
+      `${where}: unknown event ${JSON.stringify(message.name)}${hint ? ` — did you mean "${hint}"?` : ''}; declare it in defineOutbox({ events })`,
+      { path: 'name' },
+    );
+  }
+  const parsed = route.event.schema.safeParse(message.payload);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    const path = formatConfigPath(['payload', ...issue.path]);
+    const more =
+      parsed.error.issues.length > 1 ? ` (and ${parsed.error.issues.length - 1} more)` : '';
+    throw new ValidationError(
+      `${where}: ${message.name} ${path} ${issue.message}${more}; nothing was written`,
+      { path, cause: parsed.error },
+    );
+  }
+  const headers = (message.headers ?? {}) as Record<string, JsonValue>;
+  if (typeof headers !== 'object' || headers === null || Array.isArray(headers)) {
+    throw new ValidationError(`${where}: headers must be an object of name → JSON value`, {
+      path: 'headers',
+    });
+  }
+  for (const name of Object.keys(headers)) {
+    if (name.trim() === '') {
+      throw new ValidationError(
+        `${where}: headers has an empty name; every header needs a non-empty name`,
+        { path: 'headers' },
+      );
+    }
+  }
+  checkKey(message.idempotencyKey, 'idempotencyKey', where);
+  checkKey(message.orderingKey, 'orderingKey', where);
+  const occurredAt = message.occurredAt ?? now;
+  if (!(occurredAt instanceof Date) || Number.isNaN(occurredAt.getTime())) {
+    throw new ValidationError(
+      `${where}: occurredAt must be a valid Date (got ${String(message.occurredAt)})`,
+      { path: 'occurredAt' },
+    );
+  }
+  const retention = route.event.retention;
+  if (
+    message.idempotencyKey !== undefined &&
+    (retention === 'succeeded' || retention === 'settled')
+  ) {
+    throw new ValidationError(
+      `${where}: ${message.name} is deleted once consumed (retention "${retention}"), so an idempotencyKey would protect only until the prune; drop the key or keep the event for a window`,
+      { path: 'idempotencyKey' },
+    );
+  }
+  const payload = encode(parsed.data, 'payload', where, message.name);
+  if (payload.reshaped) checkDecodes(route.event.schema, payload.text, where, message.name);
+  return {
+    route,
+    payload: parsed.data,
+    headers,
+    row: {
+      uuid: uuidv7(),
+      name: route.event.name,
+      version: route.event.version,
+      payload: payload.text,
+      headers: encode(headers, 'headers', where, message.name).text,
+      orderingKey: message.orderingKey ?? null,
+      idempotencyKey: message.idempotencyKey ?? null,
+      occurredAt,
+      recordedAt: now,
+      retentionSeconds: typeof retention === 'object' ? Math.round(retention.days * 86_400) : null,
+      deleteWhen: typeof retention === 'string' ? retention : null,
+    },
+  };
+}
+
+/** The codec's refusal, told which call and event it is about. */
+function encode(value: unknown, root: string, where: string, name: string): EncodedJson {
+  try {
+    return encodeJsonValue(value, root);
+  } catch (error) {
+    if (!(error instanceof ValidationError)) throw error;
+    throw new ValidationError(`${where}: ${name} ${error.message}`, {
+      path: error.path,
+      cause: error.cause,
+    });
+  }
+}
+
+function checkKey(value: unknown, name: string, where: string): void {
+  if (value === undefined) return;
+  if (typeof value !== 'string' || value.length === 0 || value.length > MAX_KEY) {
+    throw new ValidationError(
+      `${where}: ${name} must be a string of 1 to ${MAX_KEY} characters (got ${JSON.stringify(value)})`,
+      { path: name },
+    );
+  }
+}
+
+/**
+ * A payload the codec reshaped (a `Date` became text, an undefined property was left out…)
+ * must still be one its schema accepts, or every delivery would fail to decode it: check
+ * the encoded form the way the relay's decoder will. Only reshaped payloads pay for this.
+ */
+function checkDecodes(schema: ZodType, text: string, where: string, name: string): void {
+  const again = schema.safeParse(JSON.parse(text));
+  if (again.success) return;
+  const issue = again.error.issues[0];
+  const path = formatConfigPath(['payload', ...issue.path]);
+  throw new ValidationError(
+    `${where}: ${name} ${path} would not decode once stored: as JSON it is refused by its schema (${issue.message}). A Date is stored as ISO text (use z.coerce.date()), a bigint as decimal text, bytes as base64, and a property set to undefined is left out (leave the key out or make it optional); nothing was written`,
+    { path, cause: again.error },
+  );
+}

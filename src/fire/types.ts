@@ -1,0 +1,62 @@
+import type { Transaction } from 'sequelize';
+import type { EventRoute } from '../declare/define-outbox.js';
+import type { JsonValue, OutboxEvent } from '../declare/types.js';
+import type { DeliveryRowInput, EventRowInput } from '../storage/store.js';
+
+/** Options of `outbox.fire()`. */
+export interface FireOptions {
+  /**
+   * The transaction of the change this event reports: the event commits with it or not at
+   * all. Without it, the transaction Sequelize's CLS carries is used (if the app enabled
+   * CLS); with neither, the event commits at once on its own. A savepoint (a transaction
+   * made with `{ transaction: outer }`) works too: the event commits with the outermost
+   * transaction, and onCommit receivers and the wakeup wait for that.
+   */
+  readonly transaction?: Transaction | null;
+  /**
+   * At most one event ever exists per key. A repeat returns the stored event (its own
+   * payload) and writes nothing — no error, no duplicate, no wakeup, and never an aborted
+   * PostgreSQL transaction — so retrying a handler or re-running a job is safe.
+   */
+  readonly idempotencyKey?: string;
+  /** Events of one ordering key are delivered to each receiver strictly in order. */
+  readonly orderingKey?: string;
+  /**
+   * Metadata besides the payload (a trace context, the author); names must be non-empty,
+   * values follow the payload's JSON rules (see `encodeJson`).
+   */
+  readonly headers?: Readonly<Record<string, JsonValue>>;
+  /**
+   * When the thing reported happened, the domain's own time.
+   * @defaultValue now
+   */
+  readonly occurredAt?: Date;
+}
+
+/** One event of `outbox.fireMany()`. */
+export interface FireMessage<N extends string = string, P = unknown>
+  extends Omit<FireOptions, 'transaction'> {
+  readonly name: N;
+  readonly payload: P;
+}
+
+/** What `fire()` returns: the recorded event, and whether this call wrote it. */
+export type FiredEvent<P = unknown> = OutboxEvent<P> & {
+  /** True when an event with the same idempotency key already existed; nothing was written. */
+  readonly duplicate: boolean;
+};
+
+/** Step 1's value: one message validated and encoded, not yet owed to anyone. */
+export interface PreparedEvent {
+  readonly route: EventRoute;
+  /** The event row, payload and headers encoded. */
+  readonly row: Omit<EventRowInput, 'deliveries'>;
+  /** The payload as its schema parsed it: what receivers of this call see. */
+  readonly payload: unknown;
+  readonly headers: Record<string, JsonValue>;
+}
+
+/** Step 2's value: a prepared event with the delivery rows it owes. */
+export interface PlannedEvent extends PreparedEvent {
+  readonly deliveries: readonly DeliveryRowInput[];
+}

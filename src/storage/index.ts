@@ -1,0 +1,27 @@
+/**
+ * The storage seam: role interfaces (`store.ts`), dialect capabilities as data, shared SQL
+ * in `sql/`, and one folder per dialect holding only what differs (`postgres/`, `sqlite/`;
+ * `mariadb/` later, see `sql/dialect.ts`).
+ */
+export { PostgresStore, postgresStatements } from './postgres/index.js';
+export { SqliteStore } from './sqlite/index.js';
+export type {
+  ClaimedDelivery,
+  ClaimOptions,
+  ClaimToken,
+  DeliveryCounts,
+  DeliveryQueue,
+  DeliveryRow,
+  DeliveryRowInput,
+  DialectCapabilities,
+  EventLog,
+  EventRowInput,
+  Maintenance,
+  OutboxStore,
+  Outcome,
+  RelayLockHolder,
+  SingleWriterLock,
+  StoredEvent,
+  WrittenEvent,
+} from './store.js';
+export { quoteIdent, type TableNames, tableNames } from './tables.js';

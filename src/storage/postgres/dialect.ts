@@ -1,0 +1,64 @@
+/**
+ * PostgreSQL's spelling of the shared SQL: typed `$n::type` parameters, lists as arrays
+ * (`= ANY($n::bigint[])`), tables of rows as parallel arrays through `unnest`, JSONB and
+ * timestamptz columns, partial indexes. Values bind as they are (Dates, text ids).
+ */
+import type { ColumnType, DdlDialect, RowColumn, SqlDialect, SqlType } from '../sql/dialect.js';
+
+const PG_TYPES: Record<SqlType, string> = {
+  bigint: 'bigint',
+  integer: 'int',
+  text: 'text',
+  uuid: 'uuid',
+  json: 'jsonb',
+  timestamp: 'timestamptz',
+  boolean: 'boolean',
+};
+
+const PG_COLUMNS: Record<ColumnType, string> = {
+  sequence: 'bigserial PRIMARY KEY',
+  bigint: 'bigint',
+  integer: 'integer',
+  uuid: 'uuid',
+  name: 'varchar(255)',
+  status: 'varchar(16)',
+  text: 'text',
+  json: 'jsonb',
+  timestamp: 'timestamptz',
+};
+
+const ddl: DdlDialect = {
+  columnType: (type) => PG_COLUMNS[type],
+  defaultValue: (v) =>
+    v === 'now'
+      ? 'now()'
+      : 'json' in v
+        ? `${literal(v.json)}::jsonb`
+        : typeof v.literal === 'number'
+          ? String(v.literal)
+          : literal(v.literal),
+  partialIndexes: true,
+};
+
+/** A string literal (schema text only, never user input). */
+const literal = (s: string): string => `'${s.replace(/'/g, "''")}'`;
+
+/** The PostgreSQL array type of a value type: `bigint[]`. */
+export const pgArray = (type: SqlType): string => `${PG_TYPES[type]}[]`;
+
+export const postgresDialect: SqlDialect = {
+  name: 'postgres',
+  param: (n, type) => `$${n}::${PG_TYPES[type]}`,
+  inList: (column, n, type) => `${column} = ANY($${n}::${pgArray(type)})`,
+  listIsNull: (n, type) => `$${n}::${pgArray(type)} IS NULL`,
+  rowsParam: <T>(first: number, alias: string, columns: readonly RowColumn<T>[]) =>
+    `unnest(${columns.map((c, i) => `$${first + i}::${pgArray(c.type)}`).join(', ')})
+           AS ${alias}(${columns.map((c) => c.name).join(', ')})`,
+  rowsParamCount: (columns) => columns.length,
+  bindRows: <T>(rows: readonly T[], columns: readonly RowColumn<T>[]) =>
+    columns.map((c) => rows.map((r) => c.value(r))),
+  least: (a, b) => `LEAST(${a}, ${b})`,
+  list: (values) => (values ? [...values] : null),
+  value: (v) => v ?? null,
+  ddl,
+};

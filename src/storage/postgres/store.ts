@@ -1,0 +1,173 @@
+import { createHash } from 'node:crypto';
+import type { Sequelize, Transaction } from 'sequelize';
+import { toStoredEvent } from '../rows.js';
+import { EVENT_INSERT_COLUMNS, OUTCOME_COLUMNS } from '../sql/columns.js';
+import { migrate } from '../sql/migrate.js';
+import { SqlStore } from '../sql/sql-store.js';
+import type {
+  ClaimedDelivery,
+  ClaimOptions,
+  ClaimToken,
+  EventRowInput,
+  Outcome,
+  WrittenEvent,
+} from '../store.js';
+import { quoteIdent, type TableNames } from '../tables.js';
+import { POSTGRES_CAPABILITIES } from './capabilities.js';
+import { postgresDialect } from './dialect.js';
+import { postgresRunner } from './runner.js';
+import {
+  KEYED_DELIVERY_COLUMNS,
+  type PostgresStatements,
+  postgresStatements,
+} from './statements.js';
+
+/**
+ * The PostgreSQL store: JSONB columns, partial indexes, `FOR UPDATE SKIP LOCKED` claims so
+ * N relays split the queue, and `LISTEN/NOTIFY` wakeups sent from inside the write. It
+ * needs no single-writer lock.
+ */
+export class PostgresStore extends SqlStore {
+  readonly dialect = 'postgres' as const;
+  readonly capabilities = POSTGRES_CAPABILITIES;
+  readonly relayLock = undefined;
+  readonly #sql: PostgresStatements;
+  /** The name fire()'s statement is prepared under: a hash of its text, so it never clashes. */
+  readonly #insertName: string;
+  /** The name the acknowledgement is prepared under. */
+  readonly #ackName: string;
+
+  constructor(
+    sequelize: Sequelize,
+    t: TableNames,
+    /** The LISTEN/NOTIFY channel to signal in the write's own transaction, if any. */
+    private readonly notifyChannel: string | undefined,
+    /** Whether the hot statements may be named prepared statements (see createOutbox). */
+    private readonly preparedStatements = true,
+  ) {
+    super(sequelize, t, postgresDialect, postgresRunner(sequelize));
+    this.#sql = postgresStatements(t, notifyChannel);
+    this.#insertName = preparedName('insert', this.#sql.insertEvents);
+    this.#ackName = preparedName('ack', this.#sql.acknowledge);
+  }
+
+  /**
+   * Run a statement as a named prepared statement on the transaction's own connection,
+   * which PostgreSQL parses and plans once per connection instead of on every call: on
+   * `fire()`'s hot path that is most of the statement's cost (0.51 ms → 0.17 ms measured).
+   * It goes through the same connection, in the same transaction, as Sequelize's queries;
+   * without a pg connection at hand it falls back to an ordinary query.
+   */
+  async #prepared<T>(
+    name: string,
+    text: string,
+    values: unknown[],
+    transaction: Transaction,
+  ): Promise<{ rows: T[]; rowCount: number }> {
+    const client = (transaction as unknown as { connection?: PreparedClient }).connection;
+    if (!this.preparedStatements || !client || typeof client.query !== 'function') {
+      const [rows, meta] = (await this.sequelize.query(text, {
+        bind: values,
+        transaction,
+        raw: true,
+      })) as [T[], { rowCount?: number | null }];
+      return { rows, rowCount: meta?.rowCount ?? rows.length };
+    }
+    const result = await client.query({ name, text, values });
+    return { rows: result.rows as T[], rowCount: result.rowCount ?? result.rows.length };
+  }
+
+  /**
+   * Apply the migrations under an advisory lock held for the transaction, so two
+   * processes migrating at once run them one after the other; every statement is
+   * `IF NOT EXISTS`, so a second run changes nothing. The tables a run creates are
+   * ANALYZEd in the same transaction.
+   */
+  migrate(): Promise<void> {
+    const t = this.t;
+    const lockKey = `outboxkit:${t.schema ?? 'public'}:${t.prefix}`;
+    return migrate({
+      tables: t,
+      dialect: this.d,
+      runner: this.runner,
+      schema: { ddl: this.d.ddl, singleWriterLock: false },
+      exclusively: (work) =>
+        this.sequelize.transaction(async (transaction) => {
+          await this.runner.run(
+            'SELECT pg_advisory_xact_lock(hashtext($1))',
+            [lockKey],
+            transaction,
+          );
+          await work(transaction);
+        }),
+      prelude: t.schema ? [`CREATE SCHEMA IF NOT EXISTS ${quoteIdent(t.schema)}`] : [],
+      analyze: (tables) => tables.map((table) => `ANALYZE ${table}`),
+    });
+  }
+
+  /** One statement for any number of events (see `postgresStatements().insertEvents`). */
+  async insertEvents(
+    events: readonly EventRowInput[],
+    transaction: Transaction,
+  ): Promise<WrittenEvent[]> {
+    if (events.length === 0) return [];
+    const deliveries = events.flatMap((e) =>
+      e.deliveries.map((delivery) => ({ eventUuid: e.uuid, delivery })),
+    );
+    const bind = [
+      ...this.d.bindRows(events, EVENT_INSERT_COLUMNS),
+      ...this.d.bindRows(deliveries, KEYED_DELIVERY_COLUMNS),
+    ];
+    if (this.notifyChannel) bind.push(this.notifyChannel);
+    const { rows } = await this.#prepared<{ sequence: string; uuid: string }>(
+      this.#insertName,
+      this.#sql.insertEvents,
+      bind,
+      transaction,
+    );
+    return this.withRepeats(events, new Map(rows.map((r) => [r.uuid, r.sequence])), transaction);
+  }
+
+  async claim(o: ClaimOptions): Promise<ClaimedDelivery[]> {
+    const rows = await this.runner.select(this.#sql.claim, this.claimBind(o));
+    return rows.map((r) => this.toClaimed(r, toStoredEvent(r)));
+  }
+
+  recordOutcomes(outcomes: readonly Outcome[], token: ClaimToken): Promise<number> {
+    if (outcomes.length === 0) return Promise.resolve(0);
+    return this.runner.exec(this.#sql.record, [
+      ...this.d.bindRows(outcomes, OUTCOME_COLUMNS),
+      ...this.tokenBind(token),
+    ]);
+  }
+
+  /** Prepared on the handler's connection: one acknowledgement per handler is the hot path. */
+  override async acknowledge(
+    id: string,
+    token: ClaimToken,
+    completedAt: Date,
+    transaction: Transaction,
+  ): Promise<boolean> {
+    const { rowCount } = await this.#prepared(
+      this.#ackName,
+      this.#sql.acknowledge,
+      [...this.tokenBind(token), id, completedAt],
+      transaction,
+    );
+    return rowCount === 1;
+  }
+}
+
+/** A prepared statement's name: a hash of its text, so two texts never share a name. */
+export function preparedName(kind: string, text: string): string {
+  return `outboxkit_${kind}_${createHash('sha1').update(text).digest('hex').slice(0, 16)}`;
+}
+
+/** The part of a pg client this store uses for prepared statements. */
+interface PreparedClient {
+  query(config: {
+    name: string;
+    text: string;
+    values: unknown[];
+  }): Promise<{ rows: unknown[]; rowCount: number | null }>;
+}

@@ -1,0 +1,50 @@
+/**
+ * The column lists written once: which columns an event row, a delivery row and a recorded
+ * outcome write, in which order, with their types and where each value comes from. Each
+ * dialect binds them its own way (PostgreSQL one array per column, SQLite a VALUES list
+ * or a JSON array), never by a second hand-kept list.
+ */
+import type { DeliveryRowInput, EventRowInput, Outcome } from '../store.js';
+import type { RowColumn } from './dialect.js';
+
+/** The columns `insertEvents` writes to the events table, in order. */
+export const EVENT_INSERT_COLUMNS: readonly RowColumn<EventRowInput>[] = [
+  { name: 'uuid', type: 'uuid', value: (e) => e.uuid },
+  { name: 'name', type: 'text', value: (e) => e.name },
+  { name: 'version', type: 'integer', value: (e) => e.version },
+  { name: 'payload', type: 'json', value: (e) => e.payload },
+  { name: 'headers', type: 'json', value: (e) => e.headers },
+  { name: 'ordering_key', type: 'text', value: (e) => e.orderingKey },
+  { name: 'idempotency_key', type: 'text', value: (e) => e.idempotencyKey },
+  { name: 'occurred_at', type: 'timestamp', value: (e) => e.occurredAt },
+  { name: 'recorded_at', type: 'timestamp', value: (e) => e.recordedAt },
+  { name: 'retention_seconds', type: 'integer', value: (e) => e.retentionSeconds },
+  { name: 'delete_when', type: 'text', value: (e) => e.deleteWhen },
+];
+
+/**
+ * The columns of a delivery row that come from its input, in order. Every dialect adds
+ * `event_id` (the written event's sequence) before and `ordering_key` (copied from the
+ * event, for the claim's ordering check) after them.
+ */
+export const DELIVERY_INSERT_COLUMNS: readonly RowColumn<DeliveryRowInput>[] = [
+  { name: 'receiver_key', type: 'text', value: (x) => x.receiverKey },
+  { name: 'target', type: 'text', value: (x) => x.target },
+  { name: 'max_attempts', type: 'integer', value: (x) => x.maxAttempts },
+  { name: 'available_at', type: 'timestamp', value: (x) => x.availableAt },
+];
+
+/** The columns of one recorded outcome, the `v` of `recordSet` (conditions.ts). */
+export const OUTCOME_COLUMNS: readonly RowColumn<Outcome>[] = [
+  { name: 'id', type: 'bigint', value: (o) => o.id },
+  { name: 'status', type: 'text', value: (o) => o.status },
+  { name: 'attempts', type: 'integer', value: (o) => o.attempts },
+  { name: 'available_at', type: 'timestamp', value: (o) => o.availableAt },
+  { name: 'due_at', type: 'timestamp', value: (o) => o.dueAt ?? null },
+  { name: 'last_error', type: 'text', value: (o) => o.lastError },
+  { name: 'completed_at', type: 'timestamp', value: (o) => o.completedAt },
+];
+
+/** `(a, b, c)`: a column list for INSERT. */
+export const columnList = (columns: readonly { readonly name: string }[]): string =>
+  columns.map((c) => c.name).join(', ');

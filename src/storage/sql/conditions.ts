@@ -1,0 +1,93 @@
+/**
+ * The conditions every dialect's delivery queue reads, written once. Each takes the alias
+ * of the deliveries row it tests and the parameter texts it compares against, so the
+ * PostgreSQL and SQLite statements (and a later MariaDB one) embed the same predicate.
+ */
+import type { TableNames } from '../tables.js';
+import type { SqlDialect } from './dialect.js';
+
+/** Statuses that still owe work: what the claim reads and the ordering check waits on. */
+export const OWED = `'pending','failed','claimed'`;
+/** Statuses that hold back the later events of an ordering key: owed ones, and dead letters. */
+export const HOLDS_BACK = `'pending','failed','claimed','dead'`;
+
+/**
+ * The compare-and-set of every write that settles a claimed row: the row (columns of
+ * `row`, or unqualified when it is undefined) is still claimed by the worker at `worker`,
+ * under the claim made at `claimedAt`.
+ */
+export function heldBy(row: string | undefined, worker: string, claimedAt: string): string {
+  const c = row ? `${row}.` : '';
+  return `${c}status = 'claimed' AND ${c}claimed_by = ${worker} AND ${c}claimed_at = ${claimedAt}`;
+}
+
+/**
+ * `row` is owed at `now`: pending or failed and available, or claimed under a lease that
+ * lapsed; with `ignoreBackoff` true, also a failed row still waiting out its backoff (but
+ * not one whose due time is still ahead).
+ */
+export function owed(row: string, now: string, ignoreBackoff: string): string {
+  return `${row}.status IN (${OWED})
+            AND (
+              (${row}.status = 'claimed' AND ${row}.lease_until <= ${now})
+              OR (${row}.status <> 'claimed' AND ${row}.available_at <= ${now})
+              OR (${ignoreBackoff} AND ${row}.status = 'failed' AND (${row}.due_at IS NULL OR ${row}.due_at <= ${now}))
+            )`;
+}
+
+/**
+ * `row` is not held back by its ordering key: it has none, or no earlier row of the same
+ * receiver, target and key is still owed or dead. Reads the partial index deliveries_key.
+ */
+export function notHeldBack(t: TableNames, row: string): string {
+  return `(${row}.ordering_key IS NULL OR NOT EXISTS (
+              SELECT 1 FROM ${t.deliveries} p
+              WHERE p.receiver_key = ${row}.receiver_key AND p.target = ${row}.target
+                AND p.ordering_key = ${row}.ordering_key AND p.event_id < ${row}.event_id
+                AND p.status IN (${HOLDS_BACK})
+            ))`;
+}
+
+/**
+ * The rows a claim takes, oldest event first: the ids of up to `$6` owed deliveries at `$4`
+ * (`$5` ignore backoff) that are not held back, leaving out the ids of `$7` and, unless `$8`
+ * is NULL, considering only those of `$8`. Rows are chosen by event sequence, never by a
+ * high-water mark, so a transaction that commits late is not skipped. The dialect wraps it:
+ * PostgreSQL locks the rows `FOR UPDATE SKIP LOCKED`, SQLite (one writer) updates them
+ * directly. Reads the partial index deliveries_owed (event_id, id).
+ */
+export function claimCandidates(t: TableNames, d: SqlDialect): string {
+  return `SELECT c.id FROM ${t.deliveries} c
+          WHERE ${owed('c', '$4', d.param(5, 'boolean'))}
+            AND NOT (${d.inList('c.id', 7, 'bigint')})
+            AND (${d.listIsNull(8, 'bigint')} OR ${d.inList('c.id', 8, 'bigint')})
+            AND ${notHeldBack(t, 'c')}
+          ORDER BY c.event_id, c.id
+          LIMIT $6`;
+}
+
+/**
+ * The delivery columns a claim returns (with the event's, read by `EVENT_COLUMNS`),
+ * qualified by `row` unless it is undefined (SQLite's RETURNING takes bare names).
+ */
+export const CLAIMED_COLUMNS = (row?: string): string =>
+  ['id', 'event_id', 'receiver_key', 'target', 'attempts', 'max_attempts', 'due_at']
+    .map((c) => (row ? `${row}.${c}` : c))
+    .join(', ');
+
+/**
+ * The SET clause that records an outcome `v` on the delivery row `row`: status and
+ * attempts as given; available_at, last_error kept when the outcome has none; due_at moved
+ * only by a NotYet (`pending`); succeeded_at stamped only on success; the lease cleared.
+ * Unqualified on the left, so it serves `UPDATE … SET` in every dialect.
+ */
+export function recordSet(row: string, v: string): string {
+  return `status = ${v}.status,
+          attempts = ${v}.attempts,
+          available_at = COALESCE(${v}.available_at, ${row}.available_at),
+          due_at = CASE WHEN ${v}.status = 'pending' THEN ${v}.due_at ELSE ${row}.due_at END,
+          last_error = COALESCE(${v}.last_error, ${row}.last_error),
+          completed_at = ${v}.completed_at,
+          succeeded_at = CASE WHEN ${v}.status = 'succeeded' THEN ${v}.completed_at ELSE ${row}.succeeded_at END,
+          lease_until = NULL`;
+}

@@ -1,0 +1,106 @@
+/**
+ * What differs between the SQL dialects, as a small interface: how a parameter is written
+ * and bound, how a list or a table of rows is passed in one parameter, and how a column
+ * type is spelled. Statements written once in `storage/sql/` take a {@link SqlDialect} and
+ * read the same on every database; `storage/postgres/` and `storage/sqlite/` hold only the
+ * dialect objects, the connection runners and the operations whose algorithm really
+ * differs (PostgreSQL's one-statement insert with key locks and NOTIFY, its SKIP LOCKED
+ * claim; SQLite's chunked insert and its two-step claim).
+ *
+ * A THIRD DIALECT (MariaDB 10.6+) is a folder `storage/mariadb/` beside those two:
+ * - `dialect.ts`: a {@link SqlDialect} (`?` placeholders or named binds, lists through
+ *   `JSON_TABLE`, `partialIndexes: false`, so the DDL renderer drops the `WHERE` of the
+ *   partial indexes, and backtick identifiers passed to `tableNames`);
+ * - `runner.ts`: row counts from `affectedRows`, since MariaDB has no `UPDATE … RETURNING`
+ *   (the shared renew/release/acknowledge statements return no rows for that reason);
+ * - `statements.ts` + `store.ts`: insert with `INSERT IGNORE … RETURNING` (10.5+), the claim
+ *   as `SELECT … FOR UPDATE SKIP LOCKED` of {@link claimCandidates} then an `UPDATE` of those
+ *   ids in one short transaction, the record as a join on `JSON_TABLE`;
+ * - capabilities `{ splitsQueue: true, writers: 'many', notifiesInWrite: false }` and no
+ *   single-writer lock; migrations locked with `GET_LOCK()`.
+ * The migrate loop, the schema description, the conditions, the SET clause of the record
+ * and the idempotency tail are reused as they are.
+ */
+import type { Transaction } from 'sequelize';
+import type { Row } from '../rows.js';
+
+/** The value types a parameter, a list or a column of a rows parameter carries. */
+export type SqlType = 'bigint' | 'integer' | 'text' | 'uuid' | 'json' | 'timestamp' | 'boolean';
+
+/** One column of a table of rows bound as parameters (see {@link SqlDialect.rowsParam}). */
+export interface RowColumn<T> {
+  readonly name: string;
+  readonly type: SqlType;
+  /** The column's value for one row, as the application holds it (Date, string id …). */
+  readonly value: (row: T) => string | number | boolean | Date | null;
+}
+
+/** How a dialect writes and binds what its statements share. */
+export interface SqlDialect {
+  /** The dialect's name, for messages. */
+  readonly name: string;
+  /** Parameter `$n`, typed where the database cannot infer it (PostgreSQL `$1::text`). */
+  param(n: number, type: SqlType): string;
+  /** A predicate: `column` is one of the list bound at `$n` (bind it with {@link list}). */
+  inList(column: string, n: number, type: SqlType): string;
+  /** A predicate: the list bound at `$n` is NULL, i.e. that filter is off. */
+  listIsNull(n: number, type: SqlType): string;
+  /**
+   * A table of rows bound from parameter `$first` on, aliased `alias` with `columns`:
+   * PostgreSQL `unnest($1::bigint[], $2::text[], …)` (one array per column), SQLite
+   * `json_each($1)` (one JSON array of objects). {@link rowsParamCount} says how many
+   * parameters it takes; {@link bindRows} produces them.
+   */
+  rowsParam<T>(first: number, alias: string, columns: readonly RowColumn<T>[]): string;
+  rowsParamCount(columns: readonly RowColumn<unknown>[]): number;
+  bindRows<T>(rows: readonly T[], columns: readonly RowColumn<T>[]): unknown[];
+  /** The smaller of two expressions (`LEAST` / two-argument `MIN`). */
+  least(a: string, b: string): string;
+  /** Bind a list (or NULL, when the filter is off). */
+  list(values: readonly (string | number)[] | null | undefined, type: SqlType): unknown;
+  /** Bind one value of a type (timestamps: Date or epoch milliseconds; ids: text or integer). */
+  value(v: string | number | boolean | Date | null | undefined, type: SqlType): unknown;
+  /** How the schema's column types are spelled. */
+  readonly ddl: DdlDialect;
+}
+
+/** The column types of the schema description (`sql/schema.ts`). */
+export type ColumnType =
+  | 'sequence' // an auto-incrementing bigint primary key
+  | 'bigint'
+  | 'integer'
+  | 'uuid'
+  | 'name' // a short identifier: varchar(255)
+  | 'status' // a very short word: varchar(16)
+  | 'text'
+  | 'json'
+  | 'timestamp';
+
+/** A column default, written by the dialect. */
+export type ColumnDefault =
+  | { readonly literal: string | number }
+  | { readonly json: string }
+  /** The current time; a dialect without a cheap expression for it leaves the column bare. */
+  | 'now';
+
+/** How a dialect spells the schema. */
+export interface DdlDialect {
+  /** The type of a column; for `sequence`, the whole `… PRIMARY KEY` clause. */
+  columnType(type: ColumnType): string;
+  /** A default's SQL, or undefined to write none. */
+  defaultValue(value: ColumnDefault): string | undefined;
+  /** Whether `CREATE INDEX … WHERE` exists (MariaDB: no; the renderer drops the WHERE). */
+  readonly partialIndexes: boolean;
+}
+
+/**
+ * How a store runs statements on its connection. `exec` returns the number of rows a
+ * statement changed, however the driver reports it (PostgreSQL's rowCount, SQLite's
+ * `RETURNING`, MariaDB's affectedRows), so shared UPDATE statements return no rows.
+ */
+export interface SqlRunner {
+  select<T = Row>(sql: string, bind: unknown[], transaction?: Transaction | null): Promise<T[]>;
+  exec(sql: string, bind: unknown[], transaction?: Transaction | null): Promise<number>;
+  /** Run a statement for its effect only (DDL, an INSERT that returns nothing). */
+  run(sql: string, bind: unknown[], transaction?: Transaction | null): Promise<void>;
+}

@@ -1,0 +1,185 @@
+/**
+ * The schema, described once as data and rendered per dialect: each numbered migration
+ * lists the tables and indexes it creates, with logical column types that a
+ * {@link DdlDialect} spells (`timestamp` is timestamptz on PostgreSQL, epoch milliseconds
+ * as INTEGER on SQLite). Every statement rendered is `IF NOT EXISTS`, so each is
+ * idempotent on its own. A migration never changes once released: a later change is a new
+ * version.
+ */
+import { quoteIdent, type TableNames } from '../tables.js';
+import { HOLDS_BACK, OWED } from './conditions.js';
+import type { ColumnDefault, ColumnType, DdlDialect } from './dialect.js';
+
+/** The outbox's tables, by their key in {@link TableNames}. */
+export type TableKey = 'events' | 'deliveries' | 'lastSuccess' | 'migrations' | 'relayLock';
+
+export interface ColumnSpec {
+  readonly name: string;
+  readonly type: ColumnType;
+  readonly primaryKey?: true;
+  readonly notNull?: true;
+  readonly unique?: true;
+  readonly default?: ColumnDefault;
+  readonly check?: string;
+}
+
+export interface TableSpec {
+  readonly table: TableKey;
+  readonly columns: readonly ColumnSpec[];
+  /** Created only by a dialect with a single-writer lock (SQLite's relay lock). */
+  readonly onlyWithSingleWriterLock?: true;
+}
+
+export interface IndexSpec {
+  /** The index name, after the table prefix. */
+  readonly name: string;
+  readonly table: TableKey;
+  readonly columns: readonly string[];
+  /** A partial index's condition (dropped by a dialect without partial indexes). */
+  readonly where?: string;
+}
+
+export interface Migration {
+  readonly version: number;
+  readonly tables: readonly TableSpec[];
+  readonly indexes: readonly IndexSpec[];
+}
+
+/** What rendering needs of the dialect beyond its column types. */
+export interface SchemaOptions {
+  readonly ddl: DdlDialect;
+  /** Whether the store keeps a single-writer lock table. */
+  readonly singleWriterLock: boolean;
+}
+
+/** The table of applied migration versions, which the migrate loop creates first. */
+export const MIGRATIONS_TABLE: TableSpec = {
+  table: 'migrations',
+  columns: [
+    { name: 'version', type: 'integer', primaryKey: true },
+    { name: 'applied_at', type: 'timestamp', notNull: true, default: 'now' },
+  ],
+};
+
+/** The migrations, in order. */
+export const MIGRATIONS: readonly Migration[] = [
+  {
+    version: 1,
+    tables: [
+      {
+        table: 'events',
+        columns: [
+          { name: 'id', type: 'sequence' },
+          { name: 'uuid', type: 'uuid', notNull: true, unique: true },
+          { name: 'name', type: 'name', notNull: true },
+          { name: 'version', type: 'integer', notNull: true, default: { literal: 1 } },
+          { name: 'payload', type: 'json', notNull: true },
+          { name: 'headers', type: 'json', notNull: true, default: { json: '{}' } },
+          { name: 'ordering_key', type: 'name' },
+          { name: 'idempotency_key', type: 'name', unique: true },
+          { name: 'occurred_at', type: 'timestamp', notNull: true },
+          { name: 'recorded_at', type: 'timestamp', notNull: true, default: 'now' },
+          { name: 'actor', type: 'text' },
+          { name: 'correlation_id', type: 'name' },
+          { name: 'caused_by', type: 'bigint' },
+          { name: 'retention_seconds', type: 'integer' },
+          { name: 'delete_when', type: 'status' },
+          { name: 'suppressed_reason', type: 'text' },
+        ],
+      },
+      {
+        table: 'deliveries',
+        columns: [
+          { name: 'id', type: 'sequence' },
+          { name: 'event_id', type: 'bigint', notNull: true },
+          { name: 'receiver_key', type: 'name', notNull: true },
+          { name: 'target', type: 'name', notNull: true, default: { literal: '' } },
+          { name: 'status', type: 'status', notNull: true, default: { literal: 'pending' } },
+          { name: 'attempts', type: 'integer', notNull: true, default: { literal: 0 } },
+          { name: 'max_attempts', type: 'integer', notNull: true },
+          { name: 'available_at', type: 'timestamp', notNull: true },
+          { name: 'due_at', type: 'timestamp' },
+          { name: 'claimed_by', type: 'name' },
+          { name: 'claimed_at', type: 'timestamp' },
+          { name: 'lease_until', type: 'timestamp' },
+          { name: 'last_error', type: 'text' },
+          { name: 'completed_at', type: 'timestamp' },
+          { name: 'succeeded_at', type: 'timestamp' },
+          { name: 'ordering_key', type: 'name' },
+        ],
+      },
+      {
+        table: 'lastSuccess',
+        columns: [
+          { name: 'receiver_key', type: 'name', primaryKey: true },
+          { name: 'succeeded_at', type: 'timestamp', notNull: true },
+        ],
+      },
+      {
+        table: 'relayLock',
+        onlyWithSingleWriterLock: true,
+        columns: [
+          { name: 'id', type: 'integer', primaryKey: true, check: 'id = 1' },
+          { name: 'holder', type: 'text', notNull: true },
+          { name: 'lease_until', type: 'timestamp', notNull: true },
+        ],
+      },
+    ],
+    indexes: [
+      { name: 'events_name', table: 'events', columns: ['name', 'id'] },
+      // The claim: owed rows by event sequence.
+      {
+        name: 'deliveries_owed',
+        table: 'deliveries',
+        columns: ['event_id', 'id'],
+        where: `status IN (${OWED})`,
+      },
+      // The ordering check: an earlier row of the same receiver, target and key.
+      {
+        name: 'deliveries_key',
+        table: 'deliveries',
+        columns: ['receiver_key', 'target', 'ordering_key', 'event_id'],
+        where: `ordering_key IS NOT NULL AND status IN (${HOLDS_BACK})`,
+      },
+      { name: 'deliveries_event', table: 'deliveries', columns: ['event_id'] },
+    ],
+  },
+];
+
+/** The tables a migration creates on this dialect. */
+export function tablesOf(m: Migration, o: SchemaOptions): TableSpec[] {
+  return m.tables.filter((s) => o.singleWriterLock || !s.onlyWithSingleWriterLock);
+}
+
+/** `CREATE TABLE IF NOT EXISTS …` for one table. */
+export function renderTable(spec: TableSpec, t: TableNames, ddl: DdlDialect): string {
+  const columns = spec.columns.map((c) => {
+    const def = c.default === undefined ? undefined : ddl.defaultValue(c.default);
+    return [
+      c.name,
+      ddl.columnType(c.type),
+      c.primaryKey && 'PRIMARY KEY',
+      c.notNull && 'NOT NULL',
+      c.unique && 'UNIQUE',
+      def !== undefined && `DEFAULT ${def}`,
+      c.check && `CHECK (${c.check})`,
+    ]
+      .filter(Boolean)
+      .join(' ');
+  });
+  return `CREATE TABLE IF NOT EXISTS ${t[spec.table]} (\n  ${columns.join(',\n  ')}\n)`;
+}
+
+/** `CREATE INDEX IF NOT EXISTS …` for one index. */
+export function renderIndex(spec: IndexSpec, t: TableNames, ddl: DdlDialect): string {
+  const where = spec.where && ddl.partialIndexes ? ` WHERE ${spec.where}` : '';
+  return `CREATE INDEX IF NOT EXISTS ${quoteIdent(`${t.prefix}${spec.name}`)} ON ${t[spec.table]} (${spec.columns.join(', ')})${where}`;
+}
+
+/** Every statement of one migration, tables first. */
+export function renderMigration(m: Migration, t: TableNames, o: SchemaOptions): string[] {
+  return [
+    ...tablesOf(m, o).map((s) => renderTable(s, t, o.ddl)),
+    ...m.indexes.map((s) => renderIndex(s, t, o.ddl)),
+  ];
+}

@@ -1,0 +1,156 @@
+/**
+ * The operations every SQL dialect runs the same way, over the shared statements: reads
+ * of the event log, the lease, release and acknowledgement of the delivery queue, and
+ * maintenance. A dialect's store extends this and writes only what really differs: its
+ * insert, its claim, its record, its migrate specifics and its single-writer lock, if any.
+ */
+import type { Sequelize, Transaction } from 'sequelize';
+import type { DeliveryStatus } from '../../declare/types.js';
+import { countsFrom, type Row, toDateOrNull, toDeliveryRow, toStoredEvent } from '../rows.js';
+import type {
+  ClaimedDelivery,
+  ClaimOptions,
+  ClaimToken,
+  DeliveryRow,
+  DialectCapabilities,
+  EventRowInput,
+  OutboxStore,
+  Outcome,
+  SingleWriterLock,
+  StoredEvent,
+  WrittenEvent,
+} from '../store.js';
+import type { TableNames } from '../tables.js';
+import type { SqlDialect, SqlRunner } from './dialect.js';
+import { withRepeats } from './repeats.js';
+import { type SharedStatements, sharedStatements } from './statements.js';
+
+export abstract class SqlStore implements OutboxStore {
+  abstract readonly dialect: string;
+  abstract readonly capabilities: DialectCapabilities;
+  abstract readonly relayLock: SingleWriterLock | undefined;
+  protected readonly shared: SharedStatements;
+
+  protected constructor(
+    protected readonly sequelize: Sequelize,
+    protected readonly t: TableNames,
+    protected readonly d: SqlDialect,
+    protected readonly runner: SqlRunner,
+  ) {
+    this.shared = sharedStatements(t, d);
+  }
+
+  abstract migrate(): Promise<void>;
+  abstract insertEvents(
+    events: readonly EventRowInput[],
+    transaction: Transaction,
+  ): Promise<WrittenEvent[]>;
+  abstract claim(options: ClaimOptions): Promise<ClaimedDelivery[]>;
+  abstract recordOutcomes(outcomes: readonly Outcome[], token: ClaimToken): Promise<number>;
+
+  /** The idempotency tail of insertEvents: answer each input, repeats from the stored event. */
+  protected withRepeats(
+    events: readonly EventRowInput[],
+    written: ReadonlyMap<string, string>,
+    transaction: Transaction,
+  ): Promise<WrittenEvent[]> {
+    return withRepeats(
+      events,
+      written,
+      { runner: this.runner, dialect: this.d, repeatsSql: this.shared.repeats },
+      transaction,
+    );
+  }
+
+  /** The claim's parameters, $1..$8, in the order `claimCandidates` documents. */
+  protected claimBind(o: ClaimOptions): unknown[] {
+    const d = this.d;
+    return [
+      o.token.workerId,
+      d.value(o.token.claimedAt, 'timestamp'),
+      d.value(o.leaseUntil, 'timestamp'),
+      d.value(o.now, 'timestamp'),
+      d.value(o.ignoreBackoff ?? false, 'boolean'),
+      o.limit,
+      d.list(o.excludeIds ?? [], 'bigint'),
+      d.list(o.onlyIds ?? null, 'bigint'),
+    ];
+  }
+
+  /** The parameters $1, $2 of a compare-and-set on `token`. */
+  protected tokenBind(token: ClaimToken): unknown[] {
+    return [token.workerId, this.d.value(token.claimedAt, 'timestamp')];
+  }
+
+  async readEvents(
+    filter: { name?: string; sequences?: readonly string[] },
+    transaction?: Transaction,
+  ): Promise<StoredEvent[]> {
+    const rows = await this.runner.select(
+      this.shared.readEvents,
+      [filter.name ?? null, this.d.list(filter.sequences ?? null, 'bigint')],
+      transaction,
+    );
+    return rows.map(toStoredEvent);
+  }
+
+  renewLeases(ids: readonly string[], token: ClaimToken, leaseUntil: Date): Promise<number> {
+    if (ids.length === 0) return Promise.resolve(0);
+    return this.runner.exec(this.shared.renewLeases, [
+      ...this.tokenBind(token),
+      this.d.value(leaseUntil, 'timestamp'),
+      this.d.list(ids, 'bigint'),
+    ]);
+  }
+
+  release(ids: readonly string[], token: ClaimToken, now: Date): Promise<number> {
+    if (ids.length === 0) return Promise.resolve(0);
+    return this.runner.exec(this.shared.release, [
+      ...this.tokenBind(token),
+      this.d.value(now, 'timestamp'),
+      this.d.list(ids, 'bigint'),
+    ]);
+  }
+
+  async acknowledge(
+    id: string,
+    token: ClaimToken,
+    completedAt: Date,
+    transaction: Transaction,
+  ): Promise<boolean> {
+    const n = await this.runner.exec(
+      this.shared.acknowledge,
+      [
+        ...this.tokenBind(token),
+        this.d.value(id, 'bigint'),
+        this.d.value(completedAt, 'timestamp'),
+      ],
+      transaction,
+    );
+    return n === 1;
+  }
+
+  async countDeliveries(): Promise<Record<DeliveryStatus, number>> {
+    return countsFrom(await this.runner.select(this.shared.countDeliveries, []));
+  }
+
+  async readDeliveries(filter: { eventSequence?: string }): Promise<DeliveryRow[]> {
+    const rows = await this.runner.select(this.shared.readDeliveries, [
+      this.d.value(filter.eventSequence ?? null, 'bigint'),
+    ]);
+    return rows.map(toDeliveryRow);
+  }
+
+  /** A claimed row (`CLAIMED_COLUMNS`) with its event, as the relay takes it. */
+  protected toClaimed(r: Row, event: StoredEvent): ClaimedDelivery {
+    return {
+      id: String(r.id),
+      receiverKey: r.receiver_key as string,
+      target: r.target as string,
+      attempts: Number(r.attempts),
+      maxAttempts: Number(r.max_attempts),
+      dueAt: toDateOrNull(r.due_at),
+      event,
+    };
+  }
+}

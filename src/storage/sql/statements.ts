@@ -1,0 +1,82 @@
+/**
+ * The statements that read the same on every dialect, built from a {@link SqlDialect}.
+ * Each header gives the statement's contract: parameters, what it returns, which index it
+ * reads. UPDATEs return no rows: the runner counts the rows they change.
+ */
+import { EVENT_COLUMNS } from '../rows.js';
+import type { TableNames } from '../tables.js';
+import { heldBy } from './conditions.js';
+import type { SqlDialect } from './dialect.js';
+
+export interface SharedStatements {
+  readonly readEvents: string;
+  readonly eventsById: string;
+  readonly repeats: string;
+  readonly renewLeases: string;
+  readonly release: string;
+  readonly acknowledge: string;
+  readonly countDeliveries: string;
+  readonly readDeliveries: string;
+}
+
+export function sharedStatements(t: TableNames, d: SqlDialect): SharedStatements {
+  return {
+    /**
+     * Events in sequence order: $1 a name (NULL: any), $2 a list of sequences (NULL: any).
+     * Returns `EVENT_COLUMNS`. Reads events_name for a name; a maintenance read.
+     */
+    readEvents: `
+      SELECT ${EVENT_COLUMNS('e')} FROM ${t.events} e
+      WHERE (${d.param(1, 'text')} IS NULL OR e.name = $1)
+        AND (${d.listIsNull(2, 'bigint')} OR ${d.inList('e.id', 2, 'bigint')})
+      ORDER BY e.id`,
+    /**
+     * The events of these sequences ($1, a list), unordered: a claim's events, where the
+     * dialect cannot join them in the claim itself. Reads the primary key.
+     */
+    eventsById: `
+      SELECT ${EVENT_COLUMNS('e')} FROM ${t.events} e WHERE ${d.inList('e.id', 1, 'bigint')}`,
+    /**
+     * The idempotency tail of insertEvents: the stored events of these idempotency keys
+     * ($1, a list), to return for inputs that wrote nothing. Returns (sequence, uuid,
+     * idempotency_key). Reads the unique index on idempotency_key.
+     */
+    repeats: `
+      SELECT id AS sequence, uuid, idempotency_key FROM ${t.events}
+      WHERE ${d.inList('idempotency_key', 1, 'text')}`,
+    /**
+     * Extend the lease to $3 of the rows $4 (a list) still held under the claim of worker
+     * $1 at $2. Changes only rows still held (compare-and-set). Reads the primary key.
+     */
+    renewLeases: `
+      UPDATE ${t.deliveries} SET lease_until = $3
+      WHERE ${d.inList('id', 4, 'bigint')} AND ${heldBy(undefined, '$1', '$2')}`,
+    /**
+     * Hand the rows $4 (a list) still held under the claim of worker $1 at $2 back:
+     * `failed` if they have spent attempts, else `pending`, available no later than $3, the
+     * lease cleared. Reads the primary key.
+     */
+    release: `
+      UPDATE ${t.deliveries}
+      SET status = CASE WHEN attempts > 0 THEN 'failed' ELSE 'pending' END,
+          available_at = ${d.least('available_at', '$3')}, lease_until = NULL
+      WHERE ${d.inList('id', 4, 'bigint')} AND ${heldBy(undefined, '$1', '$2')}`,
+    /**
+     * Acknowledge one handler's delivery inside the handler's own transaction, so its work
+     * and its acknowledgement commit together. Compare-and-set on the claim ($1 worker, $2
+     * claimed_at): a worker that lost the row changes nothing and rolls its work back.
+     * $3 the row, $4 the completion time. Changes one row when it acknowledged.
+     */
+    acknowledge: `
+      UPDATE ${t.deliveries}
+      SET status = 'succeeded', attempts = attempts + 1, completed_at = $4, succeeded_at = $4, lease_until = NULL
+      WHERE id = $3 AND ${heldBy(undefined, '$1', '$2')}`,
+    /** Deliveries by status: (status, n). A full scan; maintenance only. */
+    countDeliveries: `SELECT status, count(*) AS n FROM ${t.deliveries} GROUP BY status`,
+    /** Delivery rows, of the event $1 (NULL: all), by event and id. Reads deliveries_event. */
+    readDeliveries: `
+      SELECT * FROM ${t.deliveries}
+      WHERE (${d.param(1, 'bigint')} IS NULL OR event_id = ${d.param(1, 'bigint')})
+      ORDER BY event_id, id`,
+  };
+}

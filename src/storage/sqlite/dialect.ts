@@ -1,0 +1,69 @@
+/**
+ * SQLite's spelling of the shared SQL: plain `$n` parameters; lists and tables of rows
+ * bound as one JSON text read with `json_each` / `json_extract`; timestamps as epoch
+ * milliseconds (INTEGER, which compares and indexes exactly); ids as integers; booleans
+ * as 1 / 0; every other column TEXT.
+ */
+import type { ColumnType, DdlDialect, RowColumn, SqlDialect, SqlType } from '../sql/dialect.js';
+
+const SQLITE_COLUMNS: Record<ColumnType, string> = {
+  sequence: 'INTEGER PRIMARY KEY AUTOINCREMENT',
+  bigint: 'INTEGER',
+  integer: 'INTEGER',
+  uuid: 'TEXT',
+  name: 'TEXT',
+  status: 'TEXT',
+  text: 'TEXT',
+  json: 'TEXT',
+  timestamp: 'INTEGER',
+};
+
+const literal = (s: string): string => `'${s.replace(/'/g, "''")}'`;
+
+const ddl: DdlDialect = {
+  columnType: (type) => SQLITE_COLUMNS[type],
+  // No default for the current time: every writer supplies it (in epoch milliseconds).
+  defaultValue: (v) =>
+    v === 'now'
+      ? undefined
+      : 'json' in v
+        ? literal(v.json)
+        : typeof v.literal === 'number'
+          ? String(v.literal)
+          : literal(v.literal),
+  partialIndexes: true,
+};
+
+/** A value as SQLite stores it. */
+function toSqlite(v: string | number | boolean | Date | null | undefined, type: SqlType): unknown {
+  if (v === null || v === undefined) return null;
+  if (v instanceof Date) return v.getTime();
+  if (type === 'boolean') return v ? 1 : 0;
+  if (type === 'bigint' || type === 'integer') return Number(v);
+  return v;
+}
+
+/** The columns of one `json_each` element `j` (an object per row), by name. */
+export const jsonColumns = (columns: readonly { readonly name: string }[], j: string): string =>
+  columns.map((c) => `json_extract(${j}.value, '$.${c.name}') AS ${c.name}`).join(', ');
+
+export const sqliteDialect: SqlDialect = {
+  name: 'sqlite',
+  param: (n) => `$${n}`,
+  inList: (column, n) => `${column} IN (SELECT value FROM json_each($${n}))`,
+  listIsNull: (n) => `$${n} IS NULL`,
+  rowsParam: <T>(first: number, alias: string, columns: readonly RowColumn<T>[]) =>
+    `(SELECT ${jsonColumns(columns, 'j')} FROM json_each($${first}) AS j) AS ${alias}`,
+  rowsParamCount: () => 1,
+  bindRows: <T>(rows: readonly T[], columns: readonly RowColumn<T>[]) => [
+    JSON.stringify(
+      rows.map((r) =>
+        Object.fromEntries(columns.map((c) => [c.name, toSqlite(c.value(r), c.type)])),
+      ),
+    ),
+  ],
+  least: (a, b) => `MIN(${a}, ${b})`,
+  list: (values, type) => (values ? JSON.stringify(values.map((v) => toSqlite(v, type))) : null),
+  value: toSqlite,
+  ddl,
+};
