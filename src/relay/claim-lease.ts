@@ -23,7 +23,9 @@ export function receiverLeaseSeconds(config: OutboxConfig, receiver: ResolvedRec
 export function claimLeaseSeconds(config: OutboxConfig): number {
   const base = config.settings.leaseSeconds;
   const leases = new Set(
-    config.receivers.filter((r) => r.mode === 'durable').map((r) => receiverLeaseSeconds(config, r)),
+    config.receivers
+      .filter((r) => r.mode === 'durable')
+      .map((r) => receiverLeaseSeconds(config, r)),
   );
   const [only] = leases;
   const shared = leases.size === 1 && only <= base ? only : base;

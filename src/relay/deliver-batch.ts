@@ -56,8 +56,7 @@ export async function deliverBatch(
   const plan = planBatch(rt, rows);
   const lease = new LeaseKeeper(rt, token, rows, {
     leaseSeconds: options.leaseSeconds,
-    leaseUntil:
-      options.leaseUntil ?? new Date(rt.clock().getTime() + options.leaseSeconds * 1000),
+    leaseUntil: options.leaseUntil ?? new Date(rt.clock().getTime() + options.leaseSeconds * 1000),
   });
   lease.settle(plan.settled.map((s) => s.row.id));
   let run: Awaited<ReturnType<typeof runTasks>>;

@@ -25,7 +25,8 @@ export interface TasksRun {
 /**
  * Run the tasks `concurrency` at a time (one at a time on a single-writer database), and
  * start no new one once `stop` aborts. Each task's result is returned as a value; the lease
- * keeper is told as each row settles, and a handler's committed delivery is reported at once.
+ * keeper lets go of a row once its fate is written (a handler's acknowledgement), and a
+ * handler's committed delivery is reported at once.
  */
 export async function runTasks(
   rt: Runtime,
@@ -55,6 +56,9 @@ export async function runTasks(
             : await runTransport(rt, task, lease, options.stop);
         for (const result of done) {
           if (result.kind === 'acknowledged') reportAcknowledged(rt, result.row);
+          // A row whose fate is already written (acknowledged with the handler's work, or
+          // lost to another worker) needs no lease; a verdict still to be recorded keeps it.
+          if (result.kind === 'acknowledged' || result.kind === 'lost') lease.settle([result.row.id]);
           results.push(result);
         }
       } catch (error) {
@@ -63,8 +67,6 @@ export async function runTasks(
           `delivering ${rows.map((r) => `${r.id} (${r.receiverKey})`).join(', ')} failed inside the relay; handed back`,
           { error: errorText(error) },
         );
-      } finally {
-        lease.settle(rows.map((r) => r.id));
       }
     }
   };

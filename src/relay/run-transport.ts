@@ -38,9 +38,7 @@ export async function runTransport(
         event: item.event,
         context: context(item),
       }));
-      const answered = await attempt.run(
-        delivery.deliverBatch!(batch, { signal: attempt.signal }),
-      );
+      const answered = await attempt.run(delivery.deliverBatch!(batch, { signal: attempt.signal }));
       results = answered ?? items.map(() => SENT);
       if (answered && answered.length !== items.length) {
         const error = new TypeError(
@@ -63,7 +61,9 @@ export async function runTransport(
     if (result.status === 'sent')
       return { kind: 'outcome', row, receiver, outcome: successOutcome(row, now) };
     const error =
-      result.status === 'retryAfter' ? new RetryAfter(result.seconds, messageOf(result.error)) : result.error;
+      result.status === 'retryAfter'
+        ? new RetryAfter(result.seconds, messageOf(result.error))
+        : result.error;
     return {
       kind: 'outcome',
       row,

@@ -45,10 +45,10 @@ export class SingleRelayLock {
     if (!(await taken.#acquire())) {
       const current = await lock.current().catch(() => undefined);
       const lapse = current
-        ? ` (${current.holder}) until ${current.leaseUntil.toISOString()}, ${Math.max(0, Math.ceil((current.leaseUntil.getTime() - rt.clock().getTime()) / 1000))} s from now`
+        ? `: it holds the single-relay lock (${current.holder}) until ${current.leaseUntil.toISOString()}, ${Math.max(0, Math.ceil((current.leaseUntil.getTime() - rt.clock().getTime()) / 1000))} s from now`
         : '';
       throw new ConfigurationError(
-        `another relay holds this ${rt.store.dialect} database's single-relay lock${lapse}: ${rt.store.dialect} cannot split work between relays (no SKIP LOCKED), so run one relay. A relay that was killed holds the lock only until then; pass allowUnsafeConcurrency: true (CLI: --allow-unsafe-concurrency) only if you know the other one is gone`,
+        `another relay is running on this ${rt.store.dialect} database${lapse}. ${rt.store.dialect} cannot split work between relays (no SKIP LOCKED), so run one relay; a relay that was killed holds the lock only until its lease lapses. Pass allowUnsafeConcurrency: true (CLI: --allow-unsafe-concurrency) only if you know the other one is gone`,
         { path: 'allowUnsafeConcurrency' },
       );
     }

@@ -22,7 +22,22 @@ export const TRANSIENT_ERROR_CODES: ReadonlySet<string> = new Set([
   'SQLITE_LOCKED',
 ]);
 
-/** Whether an error (or its cause chain) carries a transient code from the table. */
+/**
+ * What node-postgres says, with no code at all, when the connection under a query went
+ * away (a restart, a cut network): the one place we read a driver's message text, as data,
+ * because the driver gives nothing else to go by.
+ */
+export const TRANSIENT_DRIVER_MESSAGES: readonly string[] = [
+  'Connection terminated unexpectedly',
+  'Connection terminated',
+  'Client has encountered a connection error and is not queryable',
+  'Client was closed and is not queryable',
+];
+
+/**
+ * Whether an error (or its cause chain) carries a transient code from the table, or is a
+ * driver's report of a lost connection.
+ */
 export function isTransientDatabaseError(error: unknown): boolean {
   for (let e: unknown = error, depth = 0; e && depth < 5; depth++) {
     const record = e as {
@@ -33,6 +48,8 @@ export function isTransientDatabaseError(error: unknown): boolean {
       name?: unknown;
     };
     if (typeof record.code === 'string' && TRANSIENT_ERROR_CODES.has(record.code)) return true;
+    const message = (e as { message?: unknown }).message;
+    if (typeof message === 'string' && TRANSIENT_DRIVER_MESSAGES.includes(message)) return true;
     if (
       record.name === 'SequelizeConnectionError' ||
       record.name === 'SequelizeConnectionRefusedError'

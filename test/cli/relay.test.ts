@@ -92,7 +92,7 @@ describeEachDialect('outbox relay', (dialect) => {
   }, 60_000);
 
   if (dialect.name === 'sqlite') {
-    it('a relay refused by a killed relay\'s lock says when it lapses, and --allow-unsafe-concurrency starts it anyway', async () => {
+    it("a relay refused by a killed relay's lock says when it lapses, and --allow-unsafe-concurrency starts it anyway", async () => {
       await firePings(3, 'pings');
       // A relay that took the lock and was killed with -9.
       const lock = runtimeOf(outbox).store.relayLock!;

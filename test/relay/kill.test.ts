@@ -116,7 +116,7 @@ describeEachDialect('relay: kill -9', (dialect) => {
     }
 
     // Another relay, on a clock past the lease, takes over and delivers the rest.
-    const lapsed = () => new Date(Date.now() + (LEASE_SECONDS + 1) * 1000);
+    const lapsed = () => new Date(Date.now() + (LEASE_SECONDS * 1.1 + 1) * 1000);
     const survivor = await openOutbox(
       db,
       killConfig({ sequelize: db.sequelize, table, slowMs: 0, leaseSeconds: LEASE_SECONDS }),

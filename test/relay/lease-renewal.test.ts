@@ -38,7 +38,7 @@ describeEachDialect('relay: lease renewal', (dialect) => {
         'files.store': receiver(Upload, {
           deliver: async (e) => {
             sent.push(`${who}:${(e.payload as { n: number }).n}`);
-            await time.scheduler.sleep(deliveryMs);
+            if (deliveryMs > 0) await time.scheduler.sleep(deliveryMs);
           },
           timeoutSeconds: 3_600,
         }),
@@ -61,7 +61,11 @@ describeEachDialect('relay: lease renewal', (dialect) => {
 
     const stopFirst = new AbortController();
     const stopSecond = new AbortController();
-    const runFirst = first.runRelay({ workerId: 'first', signal: stopFirst.signal, concurrency: 1 });
+    const runFirst = first.runRelay({
+      workerId: 'first',
+      signal: stopFirst.signal,
+      concurrency: 1,
+    });
     await waitFor(() => sent.length === 1, 'the first relay to start its batch');
     // The second relay polls all the while the first works through its batch.
     const runSecond = second.runRelay({
