@@ -12,8 +12,8 @@ export type {
   DeliveryFailure,
   DeliveryItem,
   DeliveryMode,
-  DeliveryResult,
   DeliveryReceiverOptions,
+  DeliveryResult,
   DeliveryStatus,
   EventDefinition,
   EventOptions,
@@ -70,11 +70,11 @@ export type { OutboxEventMap, OutboxLogger } from './observe/index.js';
 export { consoleLogger, silentLogger } from './observe/index.js';
 export type { CreateOutboxOptions, Outbox, TypedFireMessage } from './outbox.js';
 export { createOutbox } from './outbox.js';
-export type { Scheduler, TimerHandle } from './runtime.js';
-export { realScheduler } from './runtime.js';
 export { backoffSeconds } from './relay/backoff.js';
 export type { DeliverPendingOptions } from './relay/deliver-pending.js';
 export type { RelayReport, RunRelayOptions } from './relay/run-relay.js';
+export type { Scheduler, TimerHandle } from './runtime.js';
+export { realScheduler } from './runtime.js';
 export type {
   InProcessWakeupOptions,
   ListenNotifyOptions,

@@ -58,7 +58,8 @@ export async function runTasks(
           if (result.kind === 'acknowledged') reportAcknowledged(rt, result.row);
           // A row whose fate is already written (acknowledged with the handler's work, or
           // lost to another worker) needs no lease; a verdict still to be recorded keeps it.
-          if (result.kind === 'acknowledged' || result.kind === 'lost') lease.settle([result.row.id]);
+          if (result.kind === 'acknowledged' || result.kind === 'lost')
+            lease.settle([result.row.id]);
           results.push(result);
         }
       } catch (error) {
