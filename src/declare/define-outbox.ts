@@ -435,8 +435,11 @@ function resolveEventRef(
 
 function normaliseDelivery(deliver: unknown, key: string): OutboxDelivery {
   if (typeof deliver === 'function') {
-    const send = deliver as (event: unknown) => Promise<unknown>;
-    return { name: send.name || key, deliver: async (event) => void (await send(event)) };
+    const send = deliver as (event: unknown, context: unknown) => Promise<unknown>;
+    return {
+      name: send.name || key,
+      deliver: async (event, context) => void (await send(event, context)),
+    };
   }
   return deliver as OutboxDelivery;
 }

@@ -2,6 +2,7 @@ import type { z } from 'zod';
 import type { EventDefinition } from './event.js';
 import type {
   AnyEvent,
+  DeliveryContext,
   DeliveryFailure,
   DeliveryMode,
   Handler,
@@ -85,7 +86,9 @@ export interface DeliveryReceiverOptions extends CommonReceiverOptions {
    * The transport: an {@link OutboxDelivery} or a plain async function of one event. It
    * sends outside any transaction; the outcomes of a batch are recorded in one statement.
    */
-  readonly deliver: OutboxDelivery | ((event: OutboxEvent) => Promise<unknown>);
+  readonly deliver:
+    | OutboxDelivery
+    | ((event: OutboxEvent, context: DeliveryContext) => Promise<unknown>);
   readonly handle?: never;
 }
 

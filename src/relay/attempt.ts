@@ -127,14 +127,21 @@ export function timeoutSeconds(rt: Runtime, receiver: ResolvedReceiver): number 
  * One attempt's `AbortSignal` and time limit. The signal fires when the limit runs out
  * (its reason a {@link DeliveryTimeout}) and when the relay is told to stop; only the
  * limit ends the attempt early (`run` rejects with the timeout), since a stopping relay
- * finishes the delivery in hand. Dispose it in `finally`: its timer and listener go.
+ * finishes the delivery in hand — unless the receiver itself gives up on the signal, and
+ * then the row is handed back, not charged. Dispose it in `finally`: its timer and
+ * listener go.
  */
 export class Attempt {
   readonly #controller = new AbortController();
   readonly #timer: { cancel(): void };
   readonly #timedOut: Promise<never>;
   readonly #stop: AbortSignal | undefined;
-  readonly #onStop = () => this.#controller.abort(this.#stop?.reason);
+  readonly #onStop = () => {
+    if (this.#controller.signal.aborted) return;
+    this.#stopped = true;
+    this.#controller.abort(this.#stop?.reason);
+  };
+  #stopped = false;
 
   constructor(rt: Runtime, receiver: ResolvedReceiver, row: ClaimedDelivery, stop?: AbortSignal) {
     const seconds = timeoutSeconds(rt, receiver);
@@ -153,8 +160,26 @@ export class Attempt {
       reject(timeout);
     }, seconds * 1000);
     this.#stop = stop;
-    if (stop?.aborted) this.#controller.abort(stop.reason);
+    if (stop?.aborted) this.#onStop();
     else stop?.addEventListener('abort', this.#onStop, { once: true });
+  }
+
+  /**
+   * Whether the signal fired because the relay is stopping (not for the time limit): a
+   * receiver that gave up on that is handed back with no attempt spent.
+   */
+  get stopped(): boolean {
+    return this.#stopped;
+  }
+
+  /**
+   * Whether `error` is the receiver giving up because the relay is stopping: the signal
+   * fired for the stop, and what was thrown is its reason or an `AbortError`.
+   */
+  gaveUpOnStop(error: unknown): boolean {
+    if (!this.#stopped) return false;
+    if (error === this.#controller.signal.reason) return true;
+    return (error as { name?: unknown } | null)?.name === 'AbortError';
   }
 
   /** The attempt's signal, for the receiver. */

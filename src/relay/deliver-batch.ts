@@ -91,7 +91,7 @@ export async function deliverBatch(
   }
   for (const h of handBacks) {
     rt.logger.warn(
-      `delivery ${h.row.id} (${h.row.receiverKey}) met a database fault, not a receiver failure; handed back with no attempt spent`,
+      `delivery ${h.row.id} (${h.row.receiverKey}) met a database fault or a stop, not a receiver failure; handed back with no attempt spent`,
       { error: h.error },
     );
   }
@@ -116,7 +116,12 @@ export async function deliverBatch(
     if (written === 0) recorded = [];
   }
 
-  const handBack = [...run.unstarted, ...run.faulted].map((r) => r.id);
+  // Unstarted and faulted rows go back at once; so does a batch whose record gave up (the
+  // compare-and-set hands back only rows nobody else has taken since).
+  const handBack =
+    written === 'unrecorded'
+      ? rows.map((r) => r.id)
+      : [...run.unstarted, ...run.faulted].map((r) => r.id);
   if (handBack.length > 0) {
     await rt.store.release(handBack, token, rt.clock()).catch((error) => {
       rt.logger.warn('could not hand back unstarted rows; they return when their lease lapses', {

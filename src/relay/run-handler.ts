@@ -18,6 +18,7 @@ class LostClaim extends Error {}
  * A failure of the database itself (the transaction could not begin, commit, or lost its
  * connection — the transient codes of the retry table) is no failure of the receiver: the
  * row is handed back without an attempt spent, so an outage never dead-letters good events.
+ * So is a failure after the relay was told to stop (the receiver gave up on its signal).
  */
 export async function runHandler(
   rt: Runtime,
@@ -59,7 +60,7 @@ export async function runHandler(
     return { kind: 'acknowledged', row, at: rt.clock() };
   } catch (error) {
     if (error instanceof LostClaim) return { kind: 'lost', row };
-    if (isDatabaseFault(error, receiverRan, receiverDone)) {
+    if (attempt.gaveUpOnStop(error) || isDatabaseFault(error, receiverRan, receiverDone)) {
       return { kind: 'handBack', row, outcome: handBackOutcome(row, rt.clock()), error };
     }
     return {

@@ -108,9 +108,9 @@ export async function runRelay(rt: Runtime, options: RunRelayOptions = {}): Prom
 
   // A stop signal of our own, so wakeups can cut an idle wait short without stopping.
   const stop = new AbortController();
-  const onStop = () => stop.abort();
+  const onStop = () => stop.abort(options.signal?.reason);
   options.signal?.addEventListener('abort', onStop, { once: true });
-  if (options.signal?.aborted) stop.abort();
+  if (options.signal?.aborted) stop.abort(options.signal.reason);
 
   const lockRole = options.allowUnsafeConcurrency ? undefined : rt.store.relayLock;
   let lock: SingleRelayLock | undefined;

@@ -1,7 +1,7 @@
 import type { DeliveryContext, DeliveryItem, DeliveryResult } from '../declare/types.js';
 import { RetryAfter } from '../errors/signals.js';
 import type { Runtime } from '../runtime.js';
-import { Attempt, failureOutcome, successOutcome } from './attempt.js';
+import { Attempt, failureOutcome, handBackOutcome, successOutcome } from './attempt.js';
 import type { AttemptResult } from './attempt-result.js';
 import type { LeaseKeeper } from './lease-keeper.js';
 import type { PlannedItem, TransportTask } from './plan-batch.js';
@@ -55,11 +55,14 @@ export async function runTransport(
   } finally {
     attempt.dispose();
   }
-  return items.map(({ row }, i) => {
+  return items.map(({ row }, i): AttemptResult => {
     const result = results[i] ?? SENT;
     const now = rt.clock();
     if (result.status === 'sent')
       return { kind: 'outcome', row, receiver, outcome: successOutcome(row, now) };
+    // The send gave up because the relay is stopping: no attempt spent, handed back.
+    if (result.status === 'failed' && attempt.gaveUpOnStop(result.error))
+      return { kind: 'handBack', row, outcome: handBackOutcome(row, now), error: result };
     const error =
       result.status === 'retryAfter'
         ? new RetryAfter(result.seconds, messageOf(result.error))

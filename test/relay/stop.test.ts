@@ -15,6 +15,42 @@ describeEachDialect('relay: stopping', (dialect) => {
 
   const Task = event({ schema: z.object({ n: z.number() }) });
 
+  it("a stop fires the attempt's signal, and a receiver that gives up on it is handed back with no attempt spent", async () => {
+    const started = gate();
+    const reasons: unknown[] = [];
+    const config = defineOutbox({
+      events: { 'ops.Task': Task },
+      receivers: {
+        'ops.send': receiver(Task, {
+          maxAttempts: 1,
+          deliver: (_e, ctx) =>
+            new Promise<void>((_, reject) => {
+              started.open();
+              ctx.signal!.addEventListener('abort', () => {
+                reasons.push(ctx.signal!.reason);
+                reject(ctx.signal!.reason); // what a client given the signal rejects with
+              });
+            }),
+        }),
+      },
+    });
+    const outbox = await openOutbox(db, config, { clock: testClock().now });
+    await outbox.fire('ops.Task', { n: 1 });
+    const stop = new AbortController();
+    const relay = outbox.runRelay({ signal: stop.signal, sleep: shortSleep() });
+    await started.promise;
+    stop.abort('shutting down');
+    const report = await relay;
+    expect(reasons).toEqual(['shutting down']);
+    expect(report).toMatchObject({ failed: 0, dead: 0, handedBack: 1 });
+    // With one attempt only, a charged stop would have dead-lettered it.
+    expect((await rowsOf(outbox, 'ops.send'))[0]).toMatchObject({
+      status: 'pending',
+      attempts: 0,
+      lastError: null,
+    });
+  });
+
   it('stop finishes the delivery in hand and hands the rest of the batch back at once', async () => {
     const held = gate();
     const started = gate();
