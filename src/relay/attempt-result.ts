@@ -27,3 +27,45 @@ export type AttemptResult =
       readonly error: unknown;
     }
   | { readonly kind: 'lost'; readonly row: ClaimedDelivery };
+
+/** A batch's results, sorted by what happens to them next. */
+export interface SortedResults {
+  /** Verdicts to record (and, once recorded, to report). */
+  readonly verdicts: readonly {
+    readonly row: ClaimedDelivery;
+    readonly outcome: Outcome;
+    readonly receiver: ResolvedReceiver | undefined;
+    readonly error?: unknown;
+  }[];
+  /** Rows to record as handed back, no attempt spent. */
+  readonly handBacks: readonly Extract<AttemptResult, { kind: 'handBack' }>[];
+  /** Handler deliveries already committed with their acknowledgement. */
+  readonly acknowledged: number;
+  /** Rows whose claim was lost before their verdict could be written. */
+  readonly lost: number;
+}
+
+/**
+ * Sort the results of a batch's attempts (and the rows its plan settled) by what the
+ * record step does with them.
+ */
+export function sortResults(
+  settled: readonly {
+    readonly row: ClaimedDelivery;
+    readonly outcome: Outcome;
+    readonly receiver: ResolvedReceiver | undefined;
+  }[],
+  results: readonly AttemptResult[],
+): SortedResults {
+  const verdicts: SortedResults['verdicts'][number][] = [...settled];
+  const handBacks: SortedResults['handBacks'][number][] = [];
+  let acknowledged = 0;
+  let lost = 0;
+  for (const r of results) {
+    if (r.kind === 'outcome') verdicts.push(r);
+    else if (r.kind === 'handBack') handBacks.push(r);
+    else if (r.kind === 'acknowledged') acknowledged += 1;
+    else lost += 1;
+  }
+  return { verdicts, handBacks, acknowledged, lost };
+}

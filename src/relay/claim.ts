@@ -1,21 +1,15 @@
 import type { Runtime } from '../runtime.js';
-import type { ClaimedDelivery, ClaimToken } from '../storage/store.js';
+import type { ClaimedDelivery, ClaimOptions, ClaimToken } from '../storage/store.js';
 import { claimLeaseSeconds } from './claim-lease.js';
 import { newClaimToken } from './claim-token.js';
 
-/** What one claim asks for. */
-export interface ClaimRequest {
+/**
+ * What one claim asks for: the store's {@link ClaimOptions} without the token and the
+ * lease, which this step mints, and with the worker the token is minted for.
+ */
+export type ClaimRequest = Omit<ClaimOptions, 'token' | 'leaseUntil'> & {
   readonly workerId: string;
-  /** The moment the claim is read against (what is due, which lease lapsed). */
-  readonly now: Date;
-  readonly limit: number;
-  /** Claim rows still waiting out a retry backoff (the test harness). */
-  readonly ignoreBackoff?: boolean;
-  /** Leave these delivery ids out. */
-  readonly excludeIds?: readonly string[];
-  /** Claim only among these ids (`deliverOne`). */
-  readonly onlyIds?: readonly string[];
-}
+};
 
 /** One claim: its token, its rows, and the lease it stamped. */
 export interface Claim {

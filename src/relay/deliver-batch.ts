@@ -1,10 +1,11 @@
 import type { DeliveryStatus } from '../declare/types.js';
 import type { Runtime } from '../runtime.js';
 import type { ClaimedDelivery, ClaimToken } from '../storage/store.js';
+import { sortResults } from './attempt-result.js';
 import { LeaseKeeper } from './lease-keeper.js';
 import { planBatch } from './plan-batch.js';
-import { recordOutcomes } from './record.js';
-import { type RecordedVerdict, reportVerdicts } from './report.js';
+import { handBack, recordBatch } from './record.js';
+import { reportVerdicts } from './report.js';
 import { runTasks } from './run-tasks.js';
 
 /** What delivering one claimed batch did. */
@@ -69,74 +70,24 @@ export async function deliverBatch(
     await lease.dispose();
   }
 
+  const sorted = sortResults(plan.settled, run.results);
   // Every verdict in one statement; written even when the relay is stopping.
-  const verdicts: RecordedVerdict[] = plan.settled.map((s) => ({
-    row: s.row,
-    outcome: s.outcome,
-    receiver: s.receiver,
-  }));
-  const handBacks: Extract<(typeof run.results)[number], { kind: 'handBack' }>[] = [];
-  let acknowledged = 0;
-  let lost = 0;
-  for (const r of run.results) {
-    if (r.kind === 'outcome') verdicts.push(r);
-    else if (r.kind === 'handBack') handBacks.push(r);
-    else if (r.kind === 'acknowledged') acknowledged += 1;
-    else {
-      lost += 1;
-      rt.logger.warn(
-        `delivery ${r.row.id} (${r.row.receiverKey}) lost its claim to another worker; its work was rolled back`,
-      );
-    }
-  }
-  for (const h of handBacks) {
-    rt.logger.warn(
-      `delivery ${h.row.id} (${h.row.receiverKey}) met a database fault or a stop, not a receiver failure; handed back with no attempt spent`,
-      { error: h.error },
-    );
-  }
-  const outcomes = [...verdicts.map((v) => v.outcome), ...handBacks.map((h) => h.outcome)];
-  const written = await recordOutcomes(rt, outcomes, token, {
+  const record = await recordBatch(rt, sorted, token, {
     heldUntil: () => lease.heldUntil(),
     sleep: options.sleep ?? ((ms) => rt.scheduler.sleep(ms)),
   });
-  // Only a verdict that was written is reported: a worker whose claim was lost (its lease
-  // lapsed and another worker took the rows) must not tell observers, onFailure hooks or
-  // its report about outcomes the compare-and-set refused. The rows of one batch share
-  // one claim and one lease, so they are lost together; when only some are (a mixed
-  // count), which ones cannot be told apart and all are reported.
-  let recorded: readonly RecordedVerdict[] = verdicts;
-  if (written === 'unrecorded') {
-    recorded = [];
-  } else if (written < outcomes.length) {
-    lost += outcomes.length - written;
-    rt.logger.warn(
-      `${outcomes.length - written} of ${outcomes.length} outcomes were not recorded: their claim was lost to another worker (the lease lapsed)`,
-    );
-    if (written === 0) recorded = [];
-  }
-
   // Unstarted and faulted rows go back at once; so does a batch whose record gave up (the
   // compare-and-set hands back only rows nobody else has taken since).
-  const handBack =
-    written === 'unrecorded'
-      ? rows.map((r) => r.id)
-      : [...run.unstarted, ...run.faulted].map((r) => r.id);
-  if (handBack.length > 0) {
-    await rt.store.release(handBack, token, rt.clock()).catch((error) => {
-      rt.logger.warn('could not hand back unstarted rows; they return when their lease lapses', {
-        error,
-      });
-      rt.events.emit('relay:error', { error, during: 'release' });
-    });
-  }
+  await handBack(rt, record.unrecorded ? rows : [...run.unstarted, ...run.faulted], token);
 
-  const counts = await reportVerdicts(rt, recorded);
-  if (acknowledged > 0) counts.succeeded = (counts.succeeded ?? 0) + acknowledged;
+  const counts = await reportVerdicts(rt, record.recorded);
+  if (sorted.acknowledged > 0) counts.succeeded = (counts.succeeded ?? 0) + sorted.acknowledged;
   return {
     counts,
-    handedBack: run.unstarted.length + (written === 'unrecorded' ? 0 : handBacks.length),
-    lost,
-    rescheduledIds: recorded.filter((v) => v.outcome.status === 'pending').map((v) => v.row.id),
+    handedBack: run.unstarted.length + (record.unrecorded ? 0 : sorted.handBacks.length),
+    lost: sorted.lost + record.lost,
+    rescheduledIds: record.recorded
+      .filter((v) => v.outcome.status === 'pending')
+      .map((v) => v.row.id),
   };
 }

@@ -1,5 +1,7 @@
 import type { Runtime } from '../runtime.js';
-import type { ClaimToken, Outcome } from '../storage/store.js';
+import type { ClaimedDelivery, ClaimToken, Outcome } from '../storage/store.js';
+import type { SortedResults } from './attempt-result.js';
+import type { RecordedVerdict } from './report.js';
 
 /** The longest pause between two tries of one record, in milliseconds. */
 const MAX_RECORD_WAIT_MS = 2_000;
@@ -44,4 +46,75 @@ export async function recordOutcomes(
       await options.sleep(waitMs);
     }
   }
+}
+
+/** What recording a batch came to. */
+export interface BatchRecord {
+  /** The verdicts the database accepted: only these are reported. */
+  readonly recorded: readonly RecordedVerdict[];
+  /** Verdicts the compare-and-set refused: the claim was lost to another worker. */
+  readonly lost: number;
+  /** The record gave up (the lease lapsed first): nothing of the batch is known written. */
+  readonly unrecorded: boolean;
+}
+
+/**
+ * Record a batch's verdicts and hand-backs in one statement ({@link recordOutcomes}), and
+ * say which verdicts were written. Only a verdict that was written is reported: a worker
+ * whose claim was lost (its lease lapsed and another worker took the rows) must not tell
+ * observers, onFailure hooks or its report about outcomes the compare-and-set refused. The
+ * rows of one batch share one claim and one lease, so they are lost together; when only
+ * some are (a mixed count), which ones cannot be told apart and all are reported.
+ */
+export async function recordBatch(
+  rt: Runtime,
+  sorted: SortedResults,
+  token: ClaimToken,
+  options: RecordOptions,
+): Promise<BatchRecord> {
+  for (const r of sorted.handBacks) {
+    rt.logger.warn(
+      `delivery ${r.row.id} (${r.row.receiverKey}) met a database fault or a stop, not a receiver failure; handed back with no attempt spent`,
+      { error: r.error },
+    );
+  }
+  const outcomes = [
+    ...sorted.verdicts.map((v) => v.outcome),
+    ...sorted.handBacks.map((h) => h.outcome),
+  ];
+  const written = await recordOutcomes(rt, outcomes, token, options);
+  if (written === 'unrecorded') return { recorded: [], lost: 0, unrecorded: true };
+  if (written === outcomes.length) return { recorded: sorted.verdicts, lost: 0, unrecorded: false };
+  rt.logger.warn(
+    `${outcomes.length - written} of ${outcomes.length} outcomes were not recorded: their claim was lost to another worker (the lease lapsed)`,
+  );
+  return {
+    recorded: written === 0 ? [] : sorted.verdicts,
+    lost: outcomes.length - written,
+    unrecorded: false,
+  };
+}
+
+/**
+ * Hand rows back at once, claimable by any worker (a compare-and-set: only rows still held
+ * under `token` change). A failure is logged: the rows then return when their lease lapses.
+ */
+export async function handBack(
+  rt: Runtime,
+  rows: readonly ClaimedDelivery[],
+  token: ClaimToken,
+): Promise<void> {
+  if (rows.length === 0) return;
+  await rt.store
+    .release(
+      rows.map((r) => r.id),
+      token,
+      rt.clock(),
+    )
+    .catch((error) => {
+      rt.logger.warn('could not hand back unstarted rows; they return when their lease lapses', {
+        error,
+      });
+      rt.events.emit('relay:error', { error, during: 'release' });
+    });
 }

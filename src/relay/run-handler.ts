@@ -59,7 +59,12 @@ export async function runHandler(
     );
     return { kind: 'acknowledged', row, at: rt.clock() };
   } catch (error) {
-    if (error instanceof LostClaim) return { kind: 'lost', row };
+    if (error instanceof LostClaim) {
+      rt.logger.warn(
+        `delivery ${row.id} (${receiver.key}) lost its claim to another worker; its work was rolled back`,
+      );
+      return { kind: 'lost', row };
+    }
     if (attempt.gaveUpOnStop(error) || isDatabaseFault(error, receiverRan, receiverDone)) {
       return { kind: 'handBack', row, outcome: handBackOutcome(row, rt.clock()), error };
     }

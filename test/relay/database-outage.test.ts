@@ -88,13 +88,6 @@ describePostgres('relay: surviving the database', (dialect) => {
   }
 
   it('the relay survives its database: a lost connection is logged, the claim backs off, and everything is delivered once it is back', async () => {
-    const proxy = await cuttableProxy(new URL(postgresUrl()));
-    const url = new URL(postgresUrl());
-    url.host = `127.0.0.1:${proxy.port}`;
-    const throughProxy = new Sequelize(url.toString(), {
-      logging: false,
-      pool: { max: 3, acquire: 5_000 },
-    });
     const delivered = new Set<number>();
     const config = defineOutbox({
       events: { 'shop.Order': Order },
@@ -105,13 +98,12 @@ describePostgres('relay: surviving the database', (dialect) => {
     const tablePrefix = freshPrefix();
     // The application writes on its own connection, which the cut does not touch.
     const app = await openOutbox(db, config, { tablePrefix });
-    const logger = captureLogger();
-    const relayOutbox = await openOutbox(db, config, {
-      tablePrefix,
-      sequelize: throughProxy,
-      schema: db.outboxOptions.schema,
+    const {
+      proxy,
+      outbox: relayOutbox,
       logger,
-    });
+      close,
+    } = await relayBehindProxy(config, tablePrefix);
     const waits: number[] = [];
     const stop = new AbortController();
     const running = relayOutbox.runRelay({
@@ -140,8 +132,7 @@ describePostgres('relay: surviving the database', (dialect) => {
     } finally {
       stop.abort();
       await running.catch(() => {});
-      await throughProxy.close().catch(() => {});
-      await proxy.close();
+      await close();
     }
 
     // Logged, and backed off: the waits after failed claims double from the poll interval.
@@ -159,13 +150,6 @@ describePostgres('relay: surviving the database', (dialect) => {
   });
 
   it('outcomes the database refused while it was away are recorded once it is back', async () => {
-    const proxy = await cuttableProxy(new URL(postgresUrl()));
-    const url = new URL(postgresUrl());
-    url.host = `127.0.0.1:${proxy.port}`;
-    const throughProxy = new Sequelize(url.toString(), {
-      logging: false,
-      pool: { max: 3, acquire: 5_000 },
-    });
     const sent = gate();
     const proceed = gate();
     const config = defineOutbox({
@@ -182,13 +166,12 @@ describePostgres('relay: surviving the database', (dialect) => {
     });
     const tablePrefix = freshPrefix();
     const app = await openOutbox(db, config, { tablePrefix });
-    const logger = captureLogger();
-    const relayOutbox = await openOutbox(db, config, {
-      tablePrefix,
-      sequelize: throughProxy,
-      schema: db.outboxOptions.schema,
+    const {
+      proxy,
+      outbox: relayOutbox,
       logger,
-    });
+      close,
+    } = await relayBehindProxy(config, tablePrefix);
     await app.fire('shop.Order', { n: 1 });
     const waits: number[] = [];
     try {
@@ -206,8 +189,7 @@ describePostgres('relay: surviving the database', (dialect) => {
       const report = await running;
       expect(report.succeeded).toBe(1);
     } finally {
-      await throughProxy.close().catch(() => {});
-      await proxy.close();
+      await close();
     }
     expect(waits).toEqual([200]);
     expect(logger.messages('error')).toEqual([]);
