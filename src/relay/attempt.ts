@@ -130,46 +130,37 @@ export function timeoutSeconds(rt: Runtime, receiver: ResolvedReceiver): number 
  * finishes the delivery in hand — unless the receiver itself gives up on the signal, and
  * then the row is handed back, not charged. Dispose it in `finally`: its timer and
  * listener go.
+ *
+ * On the relay's hot path (a transport's `deliver` per row) most receivers never read the
+ * signal, so the controller and the stop listener are made only when `signal` is first
+ * read, and the timeout error only when the limit runs out.
  */
 export class Attempt {
-  readonly #controller = new AbortController();
+  #controller: AbortController | undefined;
   readonly #timer: { cancel(): void };
-  readonly #timedOut: Promise<never>;
+  /** Rejects the promise `run` returned, once the limit runs out. */
+  #reject: ((error: unknown) => void) | undefined;
   readonly #stop: AbortSignal | undefined;
-  readonly #onStop = () => {
-    if (this.#controller.signal.aborted) return;
-    this.#stopped = true;
-    this.#controller.abort(this.#stop?.reason);
-  };
+  #timeout: DeliveryTimeout | undefined;
   #stopped = false;
+  readonly #onStop = () => {
+    if (this.#controller?.signal.aborted) return;
+    this.#stopped = true;
+    this.#controller?.abort(this.#stop?.reason);
+  };
 
   constructor(rt: Runtime, receiver: ResolvedReceiver, row: ClaimedDelivery, stop?: AbortSignal) {
     const seconds = timeoutSeconds(rt, receiver);
-    const timeout = new DeliveryTimeout({
-      deliveryId: row.id,
-      receiverKey: receiver.key,
-      timeoutSeconds: seconds,
-    });
-    let reject!: (error: unknown) => void;
-    this.#timedOut = new Promise<never>((_, r) => {
-      reject = r;
-    });
-    this.#timedOut.catch(() => {}); // observed by `run`; never an unhandled rejection
     this.#timer = rt.scheduler.setTimeout(() => {
-      this.#controller.abort(timeout);
-      reject(timeout);
+      this.#timeout = new DeliveryTimeout({
+        deliveryId: row.id,
+        receiverKey: receiver.key,
+        timeoutSeconds: seconds,
+      });
+      this.#controller?.abort(this.#timeout);
+      this.#reject?.(this.#timeout);
     }, seconds * 1000);
     this.#stop = stop;
-    if (stop?.aborted) this.#onStop();
-    else stop?.addEventListener('abort', this.#onStop, { once: true });
-  }
-
-  /**
-   * Whether the signal fired because the relay is stopping (not for the time limit): a
-   * receiver that gave up on that is handed back with no attempt spent.
-   */
-  get stopped(): boolean {
-    return this.#stopped;
   }
 
   /**
@@ -178,22 +169,32 @@ export class Attempt {
    */
   gaveUpOnStop(error: unknown): boolean {
     if (!this.#stopped) return false;
-    if (error === this.#controller.signal.reason) return true;
+    if (error === this.#controller?.signal.reason) return true;
     return (error as { name?: unknown } | null)?.name === 'AbortError';
   }
 
-  /** The attempt's signal, for the receiver. */
+  /** The attempt's signal, for the receiver (made on first read). */
   get signal(): AbortSignal {
+    if (!this.#controller) {
+      this.#controller = new AbortController();
+      if (this.#timeout) this.#controller.abort(this.#timeout);
+      else if (this.#stop?.aborted) this.#onStop();
+      else this.#stop?.addEventListener('abort', this.#onStop, { once: true });
+    }
     return this.#controller.signal;
   }
 
   /** Await `work`, or reject with the {@link DeliveryTimeout} once the limit runs out. */
   run<T>(work: Promise<T>): Promise<T> {
-    return Promise.race([work, this.#timedOut]);
+    if (this.#timeout) return Promise.reject(this.#timeout);
+    return new Promise<T>((resolve, reject) => {
+      this.#reject = reject;
+      work.then(resolve, reject);
+    });
   }
 
   dispose(): void {
     this.#timer.cancel();
-    this.#stop?.removeEventListener('abort', this.#onStop);
+    if (this.#controller) this.#stop?.removeEventListener('abort', this.#onStop);
   }
 }

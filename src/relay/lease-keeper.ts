@@ -20,10 +20,12 @@ export class LeaseKeeper {
   readonly #rt: Runtime;
   readonly #token: ClaimToken;
   readonly #claimSeconds: number;
-  /** Open rows → the lease each is kept at, in seconds. */
-  readonly #open = new Map<string, number>();
-  /** Open rows → when their lease lapses, as far as this keeper knows. */
-  readonly #until = new Map<string, number>();
+  /** When the rows kept at the claim's lease lapse, as far as this keeper knows. */
+  #claimUntil: number;
+  /** Rows still open (their verdict not yet written). */
+  readonly #open = new Set<string>();
+  /** Open rows extended to their own receiver's lease, and when that lapses. */
+  readonly #own = new Map<string, { seconds: number; until: number }>();
   #timer: TimerHandle | undefined;
   #renewing: Promise<void> = Promise.resolve();
   #disposed = false;
@@ -37,46 +39,54 @@ export class LeaseKeeper {
     this.#rt = rt;
     this.#token = token;
     this.#claimSeconds = claim.leaseSeconds;
-    for (const row of rows) {
-      this.#open.set(row.id, claim.leaseSeconds);
-      this.#until.set(row.id, claim.leaseUntil.getTime());
-    }
+    this.#claimUntil = claim.leaseUntil.getTime();
+    for (const row of rows) this.#open.add(row.id);
     this.#arm();
   }
 
   /**
    * Extend `row` to its receiver's lease before it starts, unless the lease it holds
    * already covers one whole lease of its receiver from now (a row that starts early in
-   * its claim costs no write). A failed extension is logged and the attempt goes on: the
-   * renewal timer tries again, and at worst the row is delivered twice (at least once).
+   * its claim costs no write, and no promise: `undefined` then). A failed extension is
+   * logged and the attempt goes on: the renewal timer tries again, and at worst the row is
+   * delivered twice (at least once).
    */
-  async beforeStart(row: ClaimedDelivery, receiver: ResolvedReceiver): Promise<void> {
+  beforeStart(row: ClaimedDelivery, receiver: ResolvedReceiver): Promise<void> | undefined {
+    if (!this.#open.has(row.id)) return undefined;
     const seconds = receiverLeaseSeconds(this.#rt.config, receiver);
-    if (!this.#open.has(row.id)) return;
-    this.#open.set(row.id, seconds);
     const wanted = this.#rt.clock().getTime() + seconds * 1000;
-    if ((this.#until.get(row.id) ?? 0) >= wanted) return;
+    const held = this.#own.get(row.id)?.until ?? this.#claimUntil;
+    if (held >= wanted) return undefined; // the hot path
+    const own = { seconds, until: held };
+    this.#own.set(row.id, own);
+    return this.#extend(row.id, own, wanted);
+  }
+
+  async #extend(id: string, own: { until: number }, wanted: number): Promise<void> {
     try {
-      if ((await this.#rt.store.renewLeases([row.id], this.#token, new Date(wanted))) > 0)
-        this.#until.set(row.id, wanted);
+      if ((await this.#rt.store.renewLeases([id], this.#token, new Date(wanted))) > 0)
+        own.until = wanted;
     } catch (error) {
       this.#failed(error);
     }
   }
 
-  /** Stop renewing these rows: their outcome is known. */
+  /** Stop renewing these rows: their fate is written. */
   settle(ids: Iterable<string>): void {
-    for (const id of ids) this.#open.delete(id);
+    for (const id of ids) {
+      this.#open.delete(id);
+      this.#own.delete(id);
+    }
   }
 
   /**
-   * The earliest lapse among the rows still open (or among all, once settled): how long
-   * the batch may go on trying to record what it did before another worker may take it.
+   * The earliest lapse among the batch's leases, as far as this keeper knows: how long the
+   * batch may go on trying to record what it did before another worker may take its rows.
    */
   heldUntil(): Date {
-    let min = Number.POSITIVE_INFINITY;
-    for (const at of this.#until.values()) min = Math.min(min, at);
-    return new Date(Number.isFinite(min) ? min : 0);
+    let min = this.#claimUntil;
+    for (const own of this.#own.values()) min = Math.min(min, own.until);
+    return new Date(min);
   }
 
   /** Stop the timer and wait for a renewal in flight. Idempotent. */
@@ -90,7 +100,7 @@ export class LeaseKeeper {
   #arm(): void {
     if (this.#disposed) return;
     let shortest = this.#claimSeconds;
-    for (const s of this.#open.values()) shortest = Math.min(shortest, s);
+    for (const own of this.#own.values()) shortest = Math.min(shortest, own.seconds);
     this.#timer = this.#rt.scheduler.setTimeout(
       () => {
         this.#renewing = this.#renew().finally(() => this.#arm());
@@ -99,15 +109,25 @@ export class LeaseKeeper {
     );
   }
 
+  /** Renew every open row: those at the claim's lease in one statement, the others by lease. */
   async #renew(): Promise<void> {
-    const bySeconds = new Map<number, string[]>();
-    for (const [id, s] of this.#open) bySeconds.set(s, [...(bySeconds.get(s) ?? []), id]);
-    for (const [seconds, ids] of bySeconds) {
+    const groups = new Map<number, string[]>();
+    for (const id of this.#open) {
+      const seconds = this.#own.get(id)?.seconds ?? this.#claimSeconds;
+      const ids = groups.get(seconds);
+      if (ids) ids.push(id);
+      else groups.set(seconds, [id]);
+    }
+    for (const [seconds, ids] of groups) {
       if (this.#disposed) return;
       const until = this.#rt.clock().getTime() + seconds * 1000;
       try {
         await this.#rt.store.renewLeases(ids, this.#token, new Date(until));
-        for (const id of ids) this.#until.set(id, until);
+        for (const id of ids) {
+          const own = this.#own.get(id);
+          if (own) own.until = until;
+        }
+        if (seconds === this.#claimSeconds) this.#claimUntil = until;
       } catch (error) {
         this.#failed(error);
       }

@@ -67,25 +67,24 @@ export async function reportVerdicts(
 }
 
 function emitVerdict(rt: Runtime, { row, outcome: o, error }: RecordedVerdict): void {
-  const about = { deliveryId: o.id, receiverKey: row.receiverKey, eventName: row.event.name };
-  const failure = (message: string) =>
-    new DeliveryError(message, {
+  if (o.status === 'succeeded') {
+    rt.events.emit('relay:delivered', {
       deliveryId: o.id,
       receiverKey: row.receiverKey,
-      cause: error,
-      retriable: o.status === 'failed',
+      eventName: row.event.name,
+      attempt: o.attempts,
+      delayMs: rt.clock().getTime() - row.event.recordedAt.getTime(),
     });
+    return;
+  }
+  const about = { deliveryId: o.id, receiverKey: row.receiverKey, eventName: row.event.name };
   switch (o.status) {
-    case 'succeeded':
-      rt.events.emit('relay:delivered', {
-        ...about,
-        attempt: o.attempts,
-        delayMs: rt.clock().getTime() - row.event.recordedAt.getTime(),
-      });
-      return;
     case 'failed': {
       const message = `delivery ${o.id} to ${row.receiverKey} failed (attempt ${o.attempts} of ${row.maxAttempts}); retrying at ${o.availableAt?.toISOString()}`;
-      rt.logger.warn(message, { error: o.lastError, failure: failure(message) });
+      rt.logger.warn(message, {
+        error: o.lastError,
+        failure: deliveryError(message, o, row, error),
+      });
       rt.events.emit('relay:failed', {
         ...about,
         attempt: o.attempts,
@@ -96,7 +95,10 @@ function emitVerdict(rt: Runtime, { row, outcome: o, error }: RecordedVerdict): 
     }
     case 'dead': {
       const message = `delivery ${o.id} to ${row.receiverKey} is dead-lettered after attempt ${o.attempts}`;
-      rt.logger.error(message, { error: o.lastError, failure: failure(message) });
+      rt.logger.error(message, {
+        error: o.lastError,
+        failure: deliveryError(message, o, row, error),
+      });
       rt.events.emit('relay:deadLettered', {
         ...about,
         attempt: o.attempts,
@@ -113,4 +115,19 @@ function emitVerdict(rt: Runtime, { row, outcome: o, error }: RecordedVerdict): 
     case 'pending':
       return; // a NotYet: moved to its time, nothing happened
   }
+}
+
+/** The {@link DeliveryError} a logged failure carries: the delivery, and the receiver's error as cause. */
+function deliveryError(
+  message: string,
+  o: Outcome,
+  row: ClaimedDelivery,
+  cause: unknown,
+): DeliveryError {
+  return new DeliveryError(message, {
+    deliveryId: o.id,
+    receiverKey: row.receiverKey,
+    cause,
+    retriable: o.status === 'failed',
+  });
 }

@@ -29,7 +29,8 @@ export async function runHandler(
 ): Promise<AttemptResult> {
   const { receiver, item } = task;
   const { row, event } = item;
-  await lease.beforeStart(row, receiver);
+  const extending = lease.beforeStart(row, receiver);
+  if (extending) await extending;
   const attempt = new Attempt(rt, receiver, row, stop);
   let receiverRan = false;
   let receiverDone = false;
@@ -48,7 +49,9 @@ export async function runHandler(
               target: row.target,
               dueAt: row.dueAt,
               transaction,
-              signal: attempt.signal,
+              get signal() {
+                return attempt.signal;
+              },
             }),
           ),
         );

@@ -21,7 +21,10 @@ export async function runTransport(
 ): Promise<AttemptResult[]> {
   const { receiver, items } = task;
   const delivery = receiver.delivery!;
-  for (const { row } of items) await lease.beforeStart(row, receiver);
+  for (const { row } of items) {
+    const extending = lease.beforeStart(row, receiver);
+    if (extending) await extending;
+  }
   const attempt = new Attempt(rt, receiver, items[0].row, stop);
   const context = ({ row }: PlannedItem): DeliveryContext => ({
     receiverKey: receiver.key,
@@ -29,7 +32,10 @@ export async function runTransport(
     attempt: row.attempts + 1,
     target: row.target,
     dueAt: row.dueAt,
-    signal: attempt.signal,
+    // Made on first read: most sends never look at it (see Attempt).
+    get signal() {
+      return attempt.signal;
+    },
   });
   let results: readonly (DeliveryResult | undefined)[];
   try {
