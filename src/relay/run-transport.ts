@@ -1,6 +1,7 @@
 import type { DeliveryContext, DeliveryItem, DeliveryResult } from '../declare/types.js';
 import { RetryAfter } from '../errors/signals.js';
 import type { Runtime } from '../runtime.js';
+import type { ClaimedDelivery } from '../storage/store.js';
 import { Attempt, failureOutcome, handBackOutcome, successOutcome } from './attempt.js';
 import type { AttemptResult } from './attempt-result.js';
 import type { LeaseKeeper } from './lease-keeper.js';
@@ -61,26 +62,35 @@ export async function runTransport(
   } finally {
     attempt.dispose();
   }
-  return items.map(({ row }, i): AttemptResult => {
-    const result = results[i] ?? SENT;
-    const now = rt.clock();
-    if (result.status === 'sent')
-      return { kind: 'outcome', row, receiver, outcome: successOutcome(row, now) };
-    // The send gave up because the relay is stopping: no attempt spent, handed back.
-    if (result.status === 'failed' && attempt.gaveUpOnStop(result.error))
-      return { kind: 'handBack', row, outcome: handBackOutcome(row, now), error: result };
-    const error =
-      result.status === 'retryAfter'
-        ? new RetryAfter(result.seconds, messageOf(result.error))
-        : result.error;
-    return {
-      kind: 'outcome',
-      row,
-      receiver,
-      outcome: failureOutcome(rt, row, receiver, error, now),
-      error,
-    };
-  });
+  const now = rt.clock();
+  return items.map(({ row }, i) => verdictOf(rt, task, attempt, row, results[i] ?? SENT, now));
+}
+
+/** What one item's result records. */
+function verdictOf(
+  rt: Runtime,
+  { receiver }: TransportTask,
+  attempt: Attempt,
+  row: ClaimedDelivery,
+  result: DeliveryResult,
+  now: Date,
+): AttemptResult {
+  if (result.status === 'sent')
+    return { kind: 'outcome', row, receiver, outcome: successOutcome(row, now) };
+  // The send gave up because the relay is stopping: no attempt spent, handed back.
+  if (result.status === 'failed' && attempt.gaveUpOnStop(result.error))
+    return { kind: 'handBack', row, outcome: handBackOutcome(row, now), error: result.error };
+  const error =
+    result.status === 'retryAfter'
+      ? new RetryAfter(result.seconds, messageOf(result.error))
+      : result.error;
+  return {
+    kind: 'outcome',
+    row,
+    receiver,
+    outcome: failureOutcome(rt, row, receiver, error, now),
+    error,
+  };
 }
 
 const SENT: DeliveryResult = { status: 'sent' };
