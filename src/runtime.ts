@@ -25,12 +25,21 @@ export interface Scheduler {
   sleep(ms: number, signal?: AbortSignal): Promise<void>;
 }
 
+/** A Node timer as a {@link TimerHandle} (a class: no closure per timer on the hot path). */
+class NodeTimer implements TimerHandle {
+  readonly #timer: NodeJS.Timeout;
+  constructor(timer: NodeJS.Timeout) {
+    this.#timer = timer;
+  }
+  cancel(): void {
+    clearTimeout(this.#timer);
+  }
+}
+
 /** Node's own timers, unref'd. */
 export const realScheduler: Scheduler = {
   setTimeout(fn, ms) {
-    const timer = setTimeout(fn, ms);
-    timer.unref();
-    return { cancel: () => clearTimeout(timer) };
+    return new NodeTimer(setTimeout(fn, ms).unref());
   },
   sleep(ms, signal) {
     return new Promise((resolve) => {

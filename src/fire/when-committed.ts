@@ -10,11 +10,15 @@ import { finishedOf, parentOf, rootOf } from './transaction.js';
  * `Transaction.commit()` runs the hooks in a `finally`, so they run even when the COMMIT
  * itself failed (a deferred constraint, a serialization failure, a lost connection).
  *
- * So the outermost transaction's `commit` is wrapped, once, by an own property; the work
- * is kept on the transaction under a symbol (per transaction, never in module state, so
- * any number of outboxes can add to it) and runs after the original commit resolves. Work
- * added inside a savepoint that was then rolled back is dropped: what it reports was
- * rolled back with it.
+ * So the Sequelize instance's `queryInterface.commitTransaction` (which runs the COMMIT of
+ * an outermost transaction, and returns at once for a savepoint) is wrapped once per
+ * instance, marking a transaction whose COMMIT resolved; the work is kept on the outermost
+ * transaction under a symbol (per transaction, never in module state, so any number of
+ * outboxes can add to it) and runs from one ordinary `afterCommit` hook, which Sequelize
+ * calls in its `finally` — only when the mark is there. Work added inside a savepoint that
+ * was then rolled back is dropped: what it reports was rolled back with it. (Wrapping the
+ * instance's query interface rather than each transaction keeps `fire()`'s hot path to a
+ * property write and an array push.)
  */
 
 /** Which batch a piece of work runs in: every `receivers` piece before any `signals` one. */
@@ -29,8 +33,15 @@ interface CommitWork {
 }
 
 const WORK = Symbol('outboxkit.whenCommitted');
+const COMMITTED = Symbol('outboxkit.committed');
+const WATCHED = Symbol('outboxkit.watchesCommits');
 
-type Wrapped = Transaction & { [WORK]?: CommitWork[] };
+type Marked = Transaction & { [WORK]?: CommitWork[]; [COMMITTED]?: true };
+
+interface CommitRunner {
+  commitTransaction(transaction: Transaction, options: unknown): Promise<unknown>;
+  [WATCHED]?: true;
+}
 
 /**
  * Run `run` once the outermost transaction of `transaction` has committed, unless
@@ -43,35 +54,48 @@ export function whenCommitted(
   run: () => unknown,
   stage: CommitStage = 'receivers',
 ): void {
-  workOf(rootOf(transaction)).push({ from: transaction, stage, run });
+  const root = rootOf(transaction) as Marked;
+  let work = root[WORK];
+  if (!work) {
+    work = [];
+    root[WORK] = work;
+    watchCommits(root);
+    const queued = work;
+    root.afterCommit(() => runCommitted(root, queued));
+  }
+  work.push({ from: transaction, stage, run });
 }
 
-function workOf(root: Wrapped): CommitWork[] {
-  const existing = root[WORK];
-  if (existing) return existing;
-  const work: CommitWork[] = [];
-  const commit = root.commit;
-  Object.defineProperty(root, WORK, { value: work });
-  Object.defineProperty(root, 'commit', {
-    configurable: true,
-    writable: true,
-    value: async function commitThenRun(this: Transaction): Promise<void> {
-      // Throws when the COMMIT failed: then nothing was committed and nothing runs.
-      await commit.call(root);
-      const due = work.splice(0).filter((w) => committedWith(w.from, root));
-      for (const stage of ['receivers', 'signals'] as const) {
-        for (const w of due) {
-          if (w.stage !== stage) continue;
-          try {
-            await w.run();
-          } catch {
-            // Each piece reports its own failures; the commit has happened and stands.
-          }
-        }
+/** Mark each outermost transaction whose COMMIT resolved (once per Sequelize instance). */
+function watchCommits(root: Transaction): void {
+  const sequelize = (root as unknown as { sequelize: { getQueryInterface(): CommitRunner } })
+    .sequelize;
+  const queryInterface = sequelize.getQueryInterface();
+  if (queryInterface[WATCHED]) return;
+  const commit = queryInterface.commitTransaction;
+  queryInterface.commitTransaction = async function commitAndMark(transaction, options) {
+    const result = await commit.call(this, transaction, options);
+    // Only reached when the COMMIT succeeded (a savepoint returns at once, unmarked).
+    if (!parentOf(transaction)) (transaction as Marked)[COMMITTED] = true;
+    return result;
+  };
+  queryInterface[WATCHED] = true;
+}
+
+/** The afterCommit hook: nothing unless the COMMIT really succeeded. */
+async function runCommitted(root: Marked, work: CommitWork[]): Promise<void> {
+  if (!root[COMMITTED]) return; // the COMMIT failed: nothing was committed, nothing runs
+  const due = work.splice(0).filter((w) => committedWith(w.from, root));
+  for (const stage of ['receivers', 'signals'] as const) {
+    for (const w of due) {
+      if (w.stage !== stage) continue;
+      try {
+        await w.run();
+      } catch {
+        // Each piece reports its own failures; the commit has happened and stands.
       }
-    },
-  });
-  return work;
+    }
+  }
 }
 
 /** Whether the writes of `from` committed with `root`: no savepoint between was rolled back. */

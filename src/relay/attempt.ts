@@ -1,4 +1,6 @@
+import type { Transaction } from 'sequelize';
 import type { ResolvedReceiver } from '../declare/define-outbox.js';
+import type { DeliveryContext } from '../declare/types.js';
 import { DeliveryTimeout } from '../errors/outbox-error.js';
 import { NotYet, PermanentFailure, RetryAfter } from '../errors/signals.js';
 import type { Runtime } from '../runtime.js';
@@ -141,26 +143,29 @@ export class Attempt {
   /** Rejects the promise `run` returned, once the limit runs out. */
   #reject: ((error: unknown) => void) | undefined;
   readonly #stop: AbortSignal | undefined;
+  #onStop: (() => void) | undefined;
   #timeout: DeliveryTimeout | undefined;
   #stopped = false;
-  readonly #onStop = () => {
-    if (this.#controller?.signal.aborted) return;
-    this.#stopped = true;
-    this.#controller?.abort(this.#stop?.reason);
-  };
+  readonly #receiverKey: string;
+  readonly #deliveryId: string;
+  readonly #seconds: number;
 
   constructor(rt: Runtime, receiver: ResolvedReceiver, row: ClaimedDelivery, stop?: AbortSignal) {
-    const seconds = timeoutSeconds(rt, receiver);
-    this.#timer = rt.scheduler.setTimeout(() => {
-      this.#timeout = new DeliveryTimeout({
-        deliveryId: row.id,
-        receiverKey: receiver.key,
-        timeoutSeconds: seconds,
-      });
-      this.#controller?.abort(this.#timeout);
-      this.#reject?.(this.#timeout);
-    }, seconds * 1000);
+    this.#receiverKey = receiver.key;
+    this.#deliveryId = row.id;
+    this.#seconds = timeoutSeconds(rt, receiver);
     this.#stop = stop;
+    this.#timer = rt.scheduler.setTimeout(() => this.#expire(), this.#seconds * 1000);
+  }
+
+  #expire(): void {
+    this.#timeout = new DeliveryTimeout({
+      deliveryId: this.#deliveryId,
+      receiverKey: this.#receiverKey,
+      timeoutSeconds: this.#seconds,
+    });
+    this.#controller?.abort(this.#timeout);
+    this.#reject?.(this.#timeout);
   }
 
   /**
@@ -175,13 +180,24 @@ export class Attempt {
 
   /** The attempt's signal, for the receiver (made on first read). */
   get signal(): AbortSignal {
-    if (!this.#controller) {
-      this.#controller = new AbortController();
-      if (this.#timeout) this.#controller.abort(this.#timeout);
-      else if (this.#stop?.aborted) this.#onStop();
-      else this.#stop?.addEventListener('abort', this.#onStop, { once: true });
+    if (this.#controller) return this.#controller.signal;
+    const controller = new AbortController();
+    this.#controller = controller;
+    const stop = this.#stop;
+    if (this.#timeout) controller.abort(this.#timeout);
+    else if (stop) {
+      const onStop = () => {
+        if (controller.signal.aborted) return;
+        this.#stopped = true;
+        controller.abort(stop.reason);
+      };
+      if (stop.aborted) onStop();
+      else {
+        this.#onStop = onStop;
+        stop.addEventListener('abort', onStop, { once: true });
+      }
     }
-    return this.#controller.signal;
+    return controller.signal;
   }
 
   /** Await `work`, or reject with the {@link DeliveryTimeout} once the limit runs out. */
@@ -195,6 +211,40 @@ export class Attempt {
 
   dispose(): void {
     this.#timer.cancel();
-    if (this.#controller) this.#stop?.removeEventListener('abort', this.#onStop);
+    if (this.#onStop) this.#stop?.removeEventListener('abort', this.#onStop);
+  }
+}
+
+/**
+ * The delivery context of one attempt: frozen data read off the row, and the attempt's
+ * signal, made only when a receiver reads it. A class, so the hot path builds no closure
+ * per delivery.
+ */
+export class AttemptContext implements DeliveryContext {
+  readonly receiverKey: string;
+  readonly deliveryId: string;
+  readonly attempt: number;
+  readonly target: string;
+  readonly dueAt: Date | null;
+  readonly transaction: Transaction | undefined;
+  readonly #attempt: Attempt;
+
+  constructor(
+    receiverKey: string,
+    row: ClaimedDelivery,
+    attempt: Attempt,
+    transaction?: Transaction,
+  ) {
+    this.receiverKey = receiverKey;
+    this.deliveryId = row.id;
+    this.attempt = row.attempts + 1;
+    this.target = row.target;
+    this.dueAt = row.dueAt;
+    this.transaction = transaction;
+    this.#attempt = attempt;
+  }
+
+  get signal(): AbortSignal {
+    return this.#attempt.signal;
   }
 }

@@ -1,7 +1,7 @@
 import { Transaction } from 'sequelize';
 import type { Runtime } from '../runtime.js';
 import type { ClaimToken } from '../storage/store.js';
-import { Attempt, failureOutcome, handBackOutcome } from './attempt.js';
+import { Attempt, AttemptContext, failureOutcome, handBackOutcome } from './attempt.js';
 import type { AttemptResult } from './attempt-result.js';
 import type { LeaseKeeper } from './lease-keeper.js';
 import type { HandlerTask } from './plan-batch.js';
@@ -42,17 +42,7 @@ export async function runHandler(
         receiverRan = true;
         await attempt.run(
           Promise.resolve(
-            receiver.handle!(event, {
-              receiverKey: receiver.key,
-              deliveryId: row.id,
-              attempt: row.attempts + 1,
-              target: row.target,
-              dueAt: row.dueAt,
-              transaction,
-              get signal() {
-                return attempt.signal;
-              },
-            }),
+            receiver.handle!(event, new AttemptContext(receiver.key, row, attempt, transaction)),
           ),
         );
         receiverDone = true;

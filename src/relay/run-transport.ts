@@ -1,11 +1,17 @@
-import type { DeliveryContext, DeliveryItem, DeliveryResult } from '../declare/types.js';
+import type { DeliveryItem, DeliveryResult } from '../declare/types.js';
 import { RetryAfter } from '../errors/signals.js';
 import type { Runtime } from '../runtime.js';
 import type { ClaimedDelivery } from '../storage/store.js';
-import { Attempt, failureOutcome, handBackOutcome, successOutcome } from './attempt.js';
+import {
+  Attempt,
+  AttemptContext,
+  failureOutcome,
+  handBackOutcome,
+  successOutcome,
+} from './attempt.js';
 import type { AttemptResult } from './attempt-result.js';
 import type { LeaseKeeper } from './lease-keeper.js';
-import type { PlannedItem, TransportTask } from './plan-batch.js';
+import type { TransportTask } from './plan-batch.js';
 
 /**
  * Run one transport attempt outside any transaction: `deliverBatch` with every row of the
@@ -27,23 +33,12 @@ export async function runTransport(
     if (extending) await extending;
   }
   const attempt = new Attempt(rt, receiver, items[0].row, stop);
-  const context = ({ row }: PlannedItem): DeliveryContext => ({
-    receiverKey: receiver.key,
-    deliveryId: row.id,
-    attempt: row.attempts + 1,
-    target: row.target,
-    dueAt: row.dueAt,
-    // Made on first read: most sends never look at it (see Attempt).
-    get signal() {
-      return attempt.signal;
-    },
-  });
   let results: readonly (DeliveryResult | undefined)[];
   try {
     if (task.batched) {
       const batch: DeliveryItem[] = items.map((item) => ({
         event: item.event,
-        context: context(item),
+        context: new AttemptContext(receiver.key, item.row, attempt),
       }));
       const answered = await attempt.run(delivery.deliverBatch!(batch, { signal: attempt.signal }));
       results = answered ?? items.map(() => SENT);
@@ -54,7 +49,9 @@ export async function runTransport(
         results = items.map(() => ({ status: 'failed', error }));
       }
     } else {
-      await attempt.run(delivery.deliver!(items[0].event, context(items[0])));
+      await attempt.run(
+        delivery.deliver!(items[0].event, new AttemptContext(receiver.key, items[0].row, attempt)),
+      );
       results = [SENT];
     }
   } catch (error) {
