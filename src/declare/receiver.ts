@@ -50,7 +50,12 @@ export interface CommonReceiverOptions {
   /**
    * How long a claimed delivery is leased to one relay, in seconds. A receiver still
    * working when its lease lapses has its row taken by another relay, so a receiver that
-   * legitimately runs long declares a longer lease here.
+   * legitimately runs long declares a longer lease here. A claim is made before anyone
+   * knows which receivers its rows are for, so it stamps `settings.leaseSeconds` plus 10
+   * percent (or, where every durable receiver shares one lease no longer than that, that
+   * lease plus 10 percent); a row of this receiver is extended to its own lease just before
+   * it starts, unless the claim already covers it. One long receiver so never delays the
+   * recovery of the others' rows.
    * @defaultValue `settings.leaseSeconds` (60)
    */
   readonly leaseSeconds?: number;

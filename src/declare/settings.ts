@@ -1,8 +1,9 @@
 /** Outbox-wide tuning, declared in `defineOutbox({ settings })`. Every field is optional. */
 export interface OutboxSettings {
   /**
-   * How long a claim leases its rows, in seconds. A relay that dies leaves its rows to be
-   * re-claimed when the lease lapses; a live one renews it three times per lease.
+   * How long a claim leases its rows, in seconds (a claim stamps this plus 10 percent of
+   * headroom). A relay that dies leaves its rows to be re-claimed when the lease lapses; a
+   * live one renews it three times per lease.
    * @defaultValue 60
    */
   readonly leaseSeconds?: number;
