@@ -170,7 +170,7 @@ export async function runDemo(options: DemoOptions = {}): Promise<number> {
         : 'Deleted the database (run `npx outbox demo --keep` to keep it and look inside).',
     );
     say(
-      'The code: examples/shop/ (app, receivers) and outbox.config.ts; README.md walks through it.',
+      "The code: README.md (shipped with the package) walks through it; the shop's source is examples/shop/ in the outboxkit repository.",
     );
     return summary.ok && problems.length === 0 ? 0 : 1;
   } finally {
@@ -372,6 +372,14 @@ function nothingAbout(r: DemoSummary['rolledBack']): boolean {
   );
 }
 
+/** Why each receiver's count is what it is: the counts differ on purpose. */
+const WHY_THIS_COUNT: Readonly<Record<string, string>> = {
+  'analytics.forward': 'every event (AnyEvent): each order placed, paid and cancelled',
+  'mail.orderConfirmation': 'one per payment captured (a cancelled order is not charged)',
+  'payments.capture': 'one per order placed, less the declined card',
+  'shop.releaseStock': 'one per cancelled order',
+};
+
 function printSummary(s: DemoSummary, say: (line?: string) => void, problems: string[]): void {
   const width = String(s.deliveredTotal).length;
   const num = (n: number) => String(n).padStart(width);
@@ -381,8 +389,11 @@ function printSummary(s: DemoSummary, say: (line?: string) => void, problems: st
     `Summary: ${seconds(s.totalMs)} in all (firing ${seconds(s.fireMs)}, relaying ${seconds(s.relayMs)})`,
   );
   say(`  delivered    ${num(s.deliveredTotal)}  deliveries, each at least once:`);
+  const keyWidth = Math.max(...Object.keys(s.delivered).map((k) => k.length));
   for (const [key, n] of Object.entries(s.delivered).sort())
-    say(`               ${num(n)}  ${key}`);
+    say(
+      `               ${num(n)}  ${key.padEnd(keyWidth)}  ${WHY_THIS_COUNT[key] ?? ''}`.trimEnd(),
+    );
   say(
     s.inOrderPerKey
       ? `${indent}in order per order id (analytics saw each order's events in firing order)`
