@@ -1,7 +1,8 @@
 import { decodeEvent } from '../src/codec/decode-event.js';
 import { closestName } from '../src/declare/config-path.js';
 import { PayloadDecodeError } from '../src/errors/outbox-error.js';
-import type { Outbox } from '../src/index.js';
+import type { Outbox, OutboxConfig } from '../src/index.js';
+import type { EventName, Output } from '../src/outbox.js';
 import { runtimeOf } from '../src/runtime.js';
 
 /** How many payloads a failed assertion shows, and how much of each. */
@@ -19,8 +20,22 @@ export class OutboxAssertionError extends Error {
   }
 }
 
+/** Options of {@link assertFired}. */
+export interface AssertFiredOptions {
+  /**
+   * The exact number of events expected (0 asserts that none was fired).
+   * @defaultValue at least one
+   */
+  readonly times?: number;
+}
+
 /**
  * Assert an event was fired (and committed), and return the decoded payloads, oldest first.
+ *
+ * Typed by the outbox's config, like `fire()`: `name` must be a declared event name (a
+ * misspelt one does not compile) and the payloads come back as the event's schema outputs
+ * them (`z.output`), as receivers see them. An outbox typed only as `Outbox` accepts any
+ * name and returns `unknown[]`; the name is checked at run time either way.
  *
  * Reads the log rather than spying on `fire()`: a spy records that a function was called,
  * while the committed row is what the rest of the system reacts to — a rolled-back fire
@@ -28,13 +43,20 @@ export class OutboxAssertionError extends Error {
  * a payload that cannot round-trip fails here too — through THE decoder the relay uses, so
  * it fails here exactly when a receiver would (the `PayloadDecodeError` is the `cause`).
  *
- * @param times the exact number of events expected; at least one when omitted.
+ * @example
+ * ```ts
+ * const [captured] = await assertFired(outbox, 'payments.PaymentCaptured', { times: 1 });
+ * expect(captured.amountCents).toBe(2_400); // a number: the schema's output type
+ * ```
+ * @throws {OutboxAssertionError} when the log holds another number of such events, when one
+ * does not decode, or for a name the config does not declare.
+ * @throws {TypeError} for a `times` that is not an integer ≥ 0.
  */
-export async function assertFired<P = unknown>(
-  outbox: Outbox,
-  name: string,
-  options: { times?: number } = {},
-): Promise<P[]> {
+export async function assertFired<C extends OutboxConfig, N extends EventName<C>>(
+  outbox: Outbox<C>,
+  name: N,
+  options: AssertFiredOptions = {},
+): Promise<Output<C, N>[]> {
   if (
     options.times !== undefined &&
     (!Number.isInteger(options.times) || (options.times as number) < 0)
@@ -55,7 +77,7 @@ export async function assertFired<P = unknown>(
   const rows = await rt.store.readEvents({ name });
   const payloads = rows.map((row) => {
     try {
-      return decodeEvent(rt.config, row).payload as P;
+      return decodeEvent(rt.config, row).payload as Output<C, N>;
     } catch (error) {
       if (!(error instanceof PayloadDecodeError)) throw error;
       throw new OutboxAssertionError(

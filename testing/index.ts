@@ -2,6 +2,7 @@
  * `outboxkit/testing`: run the real relay path inside unit tests.
  * @packageDocumentation
  */
+export type { AssertFiredOptions } from './assert-fired.js';
 export { assertFired, OutboxAssertionError } from './assert-fired.js';
 // The conformance checks, free of any test runner (the vitest suites that declare them are
 // `outboxkit/testing/conformance`, which imports vitest).
@@ -34,6 +35,7 @@ export {
   postgresTestSchema,
   postgresUrl,
   sqliteTestDatabase,
+  withSearchPath,
 } from './databases.js';
 export type { DrainOptions } from './drain.js';
 export { drainOutbox } from './drain.js';
