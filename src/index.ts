@@ -66,8 +66,26 @@ export type {
   CatalogueReceiver,
 } from './introspect/index.js';
 export { buildCatalogue, listensFor, whatListensTo } from './introspect/index.js';
-export type { OutboxEventMap, OutboxLogger } from './observe/index.js';
-export { consoleLogger, silentLogger } from './observe/index.js';
+export type {
+  LoggerOptions,
+  LogLevel,
+  LogStream,
+  OutboxEventMap,
+  OutboxLogger,
+  PinoLikeLogger,
+  PinoLogFn,
+  PrettyLoggerOptions,
+  SerializedError,
+} from './observe/index.js';
+export {
+  consoleLogger,
+  isLogLevel,
+  jsonLogger,
+  pinoLogger,
+  prettyLogger,
+  silentLogger,
+  toOutboxLogger,
+} from './observe/index.js';
 export type { CreateOutboxOptions, Outbox, TypedFireMessage } from './outbox.js';
 export { createOutbox } from './outbox.js';
 export { backoffSeconds } from './relay/backoff.js';

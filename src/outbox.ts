@@ -12,6 +12,7 @@ import { type FiredEvent, type FireMessage, type FireOptions, fireEvents } from 
 import { buildCatalogue, type Catalogue, listensFor, whatListensTo } from './introspect/index.js';
 import { type OutboxEventMap, SafeEmitter } from './observe/events.js';
 import { consoleLogger, type OutboxLogger } from './observe/logger.js';
+import { type PinoLikeLogger, toOutboxLogger } from './observe/pino-logger.js';
 import { newProcessId } from './relay/claim-token.js';
 import { deliverOne } from './relay/deliver-one.js';
 import { type DeliverPendingOptions, deliverPending } from './relay/deliver-pending.js';
@@ -49,8 +50,14 @@ export interface CreateOutboxOptions {
    * @defaultValue {@link inProcessWakeup}
    */
   readonly wakeup?: OutboxWakeup | null;
-  /** Where outboxkit logs. @defaultValue warnings and errors to the console */
-  readonly logger?: OutboxLogger;
+  /**
+   * Where outboxkit logs: an {@link OutboxLogger} (`(message, fields)`: your own, winston),
+   * or a pino logger as it is — recognised by pino's own marker and adapted with
+   * `pinoLogger()`, which also adapts bunyan and other `(fields, message)` loggers when
+   * called by hand. `prettyLogger()` and `jsonLogger()` are the CLI's formats.
+   * @defaultValue {@link consoleLogger}: info, warnings and errors to the console, one line each
+   */
+  readonly logger?: OutboxLogger | PinoLikeLogger;
   /** The real clock (recorded_at, attempts). Tests may inject one. @defaultValue `() => new Date()` */
   readonly clock?: () => Date;
   /**
@@ -73,10 +80,10 @@ export interface CreateOutboxOptions {
 }
 
 type Events<C> = C extends OutboxConfig<infer E> ? E : never;
-type EventName<C> = Extract<keyof Events<C>, string>;
+export type EventName<C> = Extract<keyof Events<C>, string>;
 type Input<C, N extends EventName<C>> =
   Events<C>[N] extends EventDefinition<infer S extends z.ZodType> ? z.input<S> : never;
-type Output<C, N extends EventName<C>> =
+export type Output<C, N extends EventName<C>> =
   Events<C>[N] extends EventDefinition<infer S extends z.ZodType> ? z.output<S> : never;
 
 /** One event for {@link Outbox.fireMany}, typed by name. */
@@ -200,7 +207,7 @@ export function createOutbox<C extends OutboxConfig>(
       { path: 'schema' },
     );
   }
-  const logger = options.logger ?? consoleLogger;
+  const logger = options.logger === undefined ? consoleLogger : toOutboxLogger(options.logger);
   const wakeup = options.wakeup === undefined ? inProcessWakeup() : (options.wakeup ?? undefined);
   const wanted = wakeup?.capabilities?.dialects;
   if (wakeup && wanted && !wanted.includes(dialect)) {

@@ -72,10 +72,14 @@ export async function recordBatch(
   token: ClaimToken,
   options: RecordOptions,
 ): Promise<BatchRecord> {
-  for (const r of sorted.handBacks) {
+  // One line per batch, not per row: an outage meets every handler in flight at once.
+  if (sorted.handBacks.length > 0) {
+    const rows = sorted.handBacks.map((r) => `${r.row.id} (${r.row.receiverKey})`);
+    const named = rows.length > 10 ? [...rows.slice(0, 10), `and ${rows.length - 10} more`] : rows;
+    const which = rows.length === 1 ? `delivery ${rows[0]}` : `deliveries ${named.join(', ')}`;
     rt.logger.warn(
-      `delivery ${r.row.id} (${r.row.receiverKey}) met a database fault or a stop, not a receiver failure; handed back with no attempt spent`,
-      { error: r.error },
+      `${which} met a database fault or a stop, not a receiver failure; handed back with no attempt spent`,
+      { error: sorted.handBacks[0].error, handedBack: rows.length },
     );
   }
   const outcomes = [

@@ -3,7 +3,6 @@ import type { DeliveryStatus } from '../declare/types.js';
 import { DeliveryError } from '../errors/outbox-error.js';
 import type { Runtime } from '../runtime.js';
 import type { ClaimedDelivery, Outcome } from '../storage/store.js';
-import { errorText } from './attempt.js';
 
 /** A verdict the database accepted, with what it is about. */
 export interface RecordedVerdict {
@@ -60,7 +59,7 @@ export async function reportVerdicts(
         error: outcome.lastError ?? '',
       });
     } catch (error) {
-      rt.logger.error(`onFailure of ${receiver.key} threw; ignored`, { error: errorText(error) });
+      rt.logger.error(`onFailure of ${receiver.key} threw; ignored`, { error });
     }
   }
   return counts;
@@ -81,10 +80,7 @@ function emitVerdict(rt: Runtime, { row, outcome: o, error }: RecordedVerdict): 
   switch (o.status) {
     case 'failed': {
       const message = `delivery ${o.id} to ${row.receiverKey} failed (attempt ${o.attempts} of ${row.maxAttempts}); retrying at ${o.availableAt?.toISOString()}`;
-      rt.logger.warn(message, {
-        error: o.lastError,
-        failure: deliveryError(message, o, row, error),
-      });
+      rt.logger.warn(message, { failure: deliveryError(message, o, row, error) });
       rt.events.emit('relay:failed', {
         ...about,
         attempt: o.attempts,
@@ -95,10 +91,7 @@ function emitVerdict(rt: Runtime, { row, outcome: o, error }: RecordedVerdict): 
     }
     case 'dead': {
       const message = `delivery ${o.id} to ${row.receiverKey} is dead-lettered after attempt ${o.attempts}`;
-      rt.logger.error(message, {
-        error: o.lastError,
-        failure: deliveryError(message, o, row, error),
-      });
+      rt.logger.error(message, { failure: deliveryError(message, o, row, error) });
       rt.events.emit('relay:deadLettered', {
         ...about,
         attempt: o.attempts,
@@ -127,7 +120,7 @@ function deliveryError(
   return new DeliveryError(message, {
     deliveryId: o.id,
     receiverKey: row.receiverKey,
-    cause,
+    cause: cause ?? o.lastError ?? undefined,
     retriable: o.status === 'failed',
   });
 }

@@ -1,5 +1,6 @@
 import { type DeliveryStatus, zeroCounts } from '../declare/types.js';
 import { ConfigurationError } from '../errors/outbox-error.js';
+import { ClaimFailureLog } from '../observe/claim-failures.js';
 import { type Runtime, realScheduler } from '../runtime.js';
 import type { WakeupConnection } from '../wakeups/wakeup.js';
 import { type Claim, claimBatch } from './claim.js';
@@ -75,9 +76,10 @@ const MAX_ERROR_BACKOFF_MS = 15_000;
  * The relay's loop: claim a batch, deliver it, record it; when nothing is owed, wait for a
  * wakeup or the poll interval. One explicit loop, always releasing what it holds.
  *
- * The relay survives its database: a failed claim is logged and retried after a backoff
- * that doubles from the poll interval up to 15 s, and Sequelize's pool replaces the
- * connections a restart broke.
+ * The relay survives its database: a failed claim is retried after a backoff that doubles
+ * from the poll interval up to 15 s, and Sequelize's pool replaces the connections a
+ * restart broke. An outage is logged once, not once per retry ({@link ClaimFailureLog});
+ * `relay:error` still fires for every failed claim.
  */
 export async function runRelay(rt: Runtime, options: RunRelayOptions = {}): Promise<RelayReport> {
   const settings = rt.config.settings;
@@ -132,6 +134,8 @@ export async function runRelay(rt: Runtime, options: RunRelayOptions = {}): Prom
   });
   const report: RelayReport = { ...zeroCounts(), passes: 0, handedBack: 0 };
   let errorBackoffMs = pollMs;
+  // An outage is logged once (and once more when it ends), not once per failed claim.
+  const claimFailures = new ClaimFailureLog(rt.logger, rt.clock);
   const backOff = async () => {
     await sleep(errorBackoffMs, stop.signal);
     errorBackoffMs = Math.min(errorBackoffMs * 2, MAX_ERROR_BACKOFF_MS);
@@ -156,9 +160,7 @@ export async function runRelay(rt: Runtime, options: RunRelayOptions = {}): Prom
       // A fault of our own (a receiver's failure is an outcome, never a throw). The loop
       // goes on; whatever the batch left claimed is handed back at once rather than
       // when its lease lapses (the compare-and-set leaves settled rows alone).
-      rt.logger.error('delivering a batch failed; its unsettled rows are handed back', {
-        error: (error as Error)?.message ?? String(error),
-      });
+      rt.logger.error('delivering a batch failed; its unsettled rows are handed back', { error });
       await rt.store
         .release(
           claim.rows.map((r) => r.id),
@@ -185,11 +187,9 @@ export async function runRelay(rt: Runtime, options: RunRelayOptions = {}): Prom
       try {
         claim = await claimBatch(rt, { workerId, now: now(), limit: batchSize });
         errorBackoffMs = pollMs;
+        claimFailures.succeeded();
       } catch (error) {
-        const transient = isTransientDatabaseError(error);
-        rt.logger[transient ? 'warn' : 'error'](`claim failed; retrying in ${errorBackoffMs} ms`, {
-          error: (error as Error).message,
-        });
+        claimFailures.failed(error, errorBackoffMs, isTransientDatabaseError(error));
         rt.events.emit('relay:error', { error, during: 'claim' });
         await backOff();
         continue;

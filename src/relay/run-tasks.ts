@@ -1,6 +1,5 @@
 import type { Runtime } from '../runtime.js';
 import type { ClaimedDelivery, ClaimToken } from '../storage/store.js';
-import { errorText } from './attempt.js';
 import type { AttemptResult } from './attempt-result.js';
 import type { LeaseKeeper } from './lease-keeper.js';
 import { rowsOf, type Task } from './plan-batch.js';
@@ -66,7 +65,7 @@ export async function runTasks(
         faulted.push(...rows);
         rt.logger.error(
           `delivering ${rows.map((r) => `${r.id} (${r.receiverKey})`).join(', ')} failed inside the relay; handed back`,
-          { error: errorText(error) },
+          { error },
         );
       }
     }
