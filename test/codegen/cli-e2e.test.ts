@@ -201,6 +201,29 @@ describe('npx outbox codegen and catalogue diff in a project that installs outbo
     expect(missing.stderr).toContain('no-such-ref is neither a file nor a catalogue in git');
   });
 
+  it('--check on a branch fails on a breaking change already committed there, against the merge-base with origin/main', async () => {
+    // The break of the previous tests, regenerated: committed on a branch off origin/main.
+    const origin = mkdtempSync(join(tmpdir(), 'outbox-e2e-origin-'));
+    try {
+      await git('init', '-q', '--bare', origin);
+      await git('remote', 'add', 'origin', origin);
+      await git('push', '-q', 'origin', 'HEAD:refs/heads/main');
+      await git('checkout', '-q', '-b', 'drop-total');
+      await git('add', '-A');
+      await git('commit', '-qm', 'drop totalCents');
+
+      const check = await outbox('codegen', '--check');
+      expect(check.code).toBe(1);
+      expect(check.stdout).toMatch(
+        /outbox codegen --check: comparing the catalogue with the merge-base of HEAD and origin\/main \([0-9a-f]{7}\)/,
+      );
+      expect(check.stderr).toContain('✗ shop.OrderPlaced: field totalCents removed');
+      expect(check.stderr).not.toContain('stale');
+    } finally {
+      rmSync(origin, { recursive: true, force: true });
+    }
+  });
+
   it('a handler that cannot take its payload fails codegen with the receiver, event, types and location', async () => {
     write(
       'src/handlers.ts',
