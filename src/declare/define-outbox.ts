@@ -134,8 +134,10 @@ const retentionSchema = z.union(
 );
 
 const eventOptionsSchema = z.strictObject({
+  // `instanceof` holds across copies of zod 4 (its classes check a brand), not for zod 3.
   schema: z.custom<z.ZodType>((v) => v instanceof z.ZodType, {
-    error: 'must be a zod schema (z.object({ ... }))',
+    error:
+      "must be a zod 4 schema: z.object({ ... }) from import { z } from 'zod', with zod@^4 installed",
   }),
   version: positiveInt('an integer ≥ 1').optional(),
   retention: retentionSchema.optional(),
@@ -242,6 +244,8 @@ function raise(issues: readonly z.core.$ZodIssue[], prefix: PropertyKey[], kind:
 }
 
 function describe(value: unknown): string {
+  const schema = schemaKind(value);
+  if (schema) return schema;
   if (typeof value === 'function') return 'a function';
   if (typeof value === 'string')
     return JSON.stringify(value.length > 40 ? `${value.slice(0, 40)}…` : value);
@@ -252,6 +256,21 @@ function describe(value: unknown): string {
   } catch {
     return typeof value;
   }
+}
+
+/**
+ * Name a schema that is not a zod 4 one, so the message says which library or major was
+ * found: a zod 3 schema has `_def` and no `_zod`; a zod/mini one lacks the methods; any
+ * other Standard Schema names its vendor.
+ */
+function schemaKind(value: unknown): string | undefined {
+  if (typeof value !== 'object' || value === null) return undefined;
+  const v = value as { _def?: unknown; _zod?: unknown; '~standard'?: { vendor?: unknown } };
+  if (v._def !== undefined && v._zod === undefined) return 'a zod 3 schema';
+  if (v._zod !== undefined)
+    return value instanceof z.ZodType ? 'a zod schema' : 'a zod/mini schema';
+  const vendor = v['~standard']?.vendor;
+  return typeof vendor === 'string' ? `a ${vendor} schema` : undefined;
 }
 
 function configError(path: PropertyKey[], message: string): ConfigurationError {

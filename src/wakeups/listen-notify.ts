@@ -112,7 +112,9 @@ export function listenNotifyWakeup(options: ListenNotifyOptions = {}): OutboxWak
         throw new ConfigurationError(
           'listenNotifyWakeup needs a connection: pass listenNotifyWakeup({ connection }) or use it through createOutbox, whose relay passes the outbox database to listen()',
         );
-      const { default: pg } = await import('pg');
+      const { default: pg } = await import('pg').catch((error: unknown) => {
+        throw pgNotInstalled(error);
+      });
       const c = new pg.Client(connection);
       c.on('notification', (message) => {
         if (message.channel === channel && client === c)
@@ -230,4 +232,17 @@ function clientConfigOf(connection: WakeupConnection): ClientConfig {
     // A listener sits idle for hours: let TCP notice a peer that vanished.
     keepAlive: true,
   };
+}
+
+/**
+ * pg is an optional peer dependency (only a PostgreSQL app installs it): when it is the
+ * package missing, say how to install it; any other failure is passed on as it is.
+ */
+function pgNotInstalled(error: unknown): unknown {
+  const e = error as NodeJS.ErrnoException;
+  if (e?.code !== 'ERR_MODULE_NOT_FOUND' || !/['"]pg['"]/.test(String(e.message))) return error;
+  return new ConfigurationError(
+    'listenNotifyWakeup() needs the pg package (node-postgres), which is not installed: run `npm install pg`',
+    { cause: error },
+  );
 }

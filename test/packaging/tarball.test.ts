@@ -1,0 +1,258 @@
+import { spawnSync } from 'node:child_process';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  buildAndPack,
+  installConsumer,
+  lowestOf,
+  manifest,
+  type Packed,
+  typecheck,
+} from './support/tarball.js';
+
+/**
+ * SLOW (~1 min, most of it `tsc` and `npm install`): the package as an app gets it. One
+ * build, one `npm pack`, one install of the tarball into a fresh project with the LOWEST
+ * versions the peer ranges admit (npm's cache serves most of it; the lowest peers may
+ * come from the registry), and every test below reuses that one app: the ESM app, the
+ * CommonJS app, the types, the install hint for the missing pg, and what `import
+ * 'outboxkit'` loads.
+ */
+const LOWEST = {
+  sequelize: lowestOf(manifest.peerDependencies.sequelize),
+  zod: lowestOf(manifest.peerDependencies.zod),
+};
+
+/** What test/packaging/consumer/scenario.cjs prints. */
+interface ScenarioResult {
+  seen: string[];
+  succeeded: number;
+  fields: { name: string; type: string; required: boolean; description: string | null }[];
+  pgMissing: { name?: string; code?: string; message?: string; error?: null };
+  errors: { zod3: string | null; version: string | null };
+}
+
+const STEP_MS = 60_000;
+
+describe(`[slow] the packed tarball, installed in a fresh app with sequelize@${LOWEST.sequelize} and zod@${LOWEST.zod} (the lowest the peer ranges admit)`, () => {
+  let work: string;
+  let packed: Packed;
+  let app: string;
+
+  beforeAll(() => {
+    work = mkdtempSync(join(tmpdir(), 'outboxkit-tarball-'));
+    packed = buildAndPack(work);
+    app = installConsumer(work, packed.tarball, LOWEST);
+  }, 300_000);
+
+  afterAll(() => {
+    if (work) rmSync(work, { recursive: true, force: true });
+  });
+
+  const results = new Map<string, ScenarioResult>();
+  /** Run one of the app's entry scripts (once) against a fresh SQLite file; its JSON line. */
+  const scenario = (entry: string): ScenarioResult => {
+    const known = results.get(entry);
+    if (known) return known;
+    const dir = join(work, `db-${entry}`);
+    mkdirSync(dir, { recursive: true });
+    const result = spawnSync(process.execPath, [entry, dir], { cwd: app, encoding: 'utf8' });
+    expect(result.status, `${entry} failed:\n${result.stdout}\n${result.stderr}`).toBe(0);
+    // Nothing on stderr but, on some Nodes, require(esm)'s ExperimentalWarning (none on 20.20).
+    expect(result.stderr.replace(/^.*(ExperimentalWarning|--trace-warnings).*\n?/gm, '')).toBe('');
+    const parsed = JSON.parse(result.stdout.trim().split('\n').at(-1)!) as ScenarioResult;
+    results.set(entry, parsed);
+    return parsed;
+  };
+
+  it('ships dist/, bin/, LICENSE, README.md and package.json, and nothing else', () => {
+    const outside = packed.files.filter(
+      (f) => !/^(dist|bin)\//.test(f) && !['LICENSE', 'README.md', 'package.json'].includes(f),
+    );
+    expect(outside).toEqual([]);
+    for (const file of [
+      'LICENSE',
+      'README.md',
+      'dist/src/index.js',
+      'dist/src/index.d.ts',
+      'dist/testing/index.js',
+      'dist/testing/conformance/index.js',
+    ]) {
+      expect(packed.files).toContain(file);
+    }
+    // TypeScript sources are not shipped (their maps carry them instead), nor are the tests.
+    expect(packed.files.filter((f) => /\.[mc]?ts$/.test(f) && !/\.d\.[mc]?ts$/.test(f))).toEqual(
+      [],
+    );
+    expect(packed.files.filter((f) => f.startsWith('dist/test/'))).toEqual([]);
+    console.info(
+      `outboxkit tarball: ${packed.files.length} files, ${(packed.size / 1024).toFixed(0)} kB packed, ${(packed.unpackedSize / 1024).toFixed(0)} kB unpacked`,
+    );
+  });
+
+  it('every export and the bin point at files the tarball has', () => {
+    const targets = Object.values(manifest.exports).flatMap((entry) =>
+      typeof entry === 'string' ? [entry] : Object.values(entry),
+    );
+    for (const target of targets) expect(packed.files).toContain(target.replace(/^\.\//, ''));
+    for (const bin of Object.values(manifest.bin)) {
+      const file = bin.replace(/^\.\//, '');
+      expect(packed.files).toContain(file);
+      // What the bin imports (the compiled CLI) must be in the tarball too.
+      const source = readFileSync(join(app, 'node_modules/outboxkit', file), 'utf8');
+      for (const [, specifier] of source.matchAll(/from '(\.[^']+)'/g)) {
+        const path = join('bin', specifier).split('\\').join('/');
+        expect(packed.files, `${file} imports ${specifier}`).toContain(path);
+      }
+    }
+  });
+
+  it('ships source maps with their sources inlined, since the .ts files are not shipped', () => {
+    const maps = packed.files.filter((f) => f.endsWith('.js.map'));
+    expect(maps.length).toBeGreaterThan(50);
+    const lacking = maps.filter((f) => {
+      const map = JSON.parse(readFileSync(join(app, 'node_modules/outboxkit', f), 'utf8')) as {
+        sources: string[];
+        sourcesContent?: (string | null)[];
+      };
+      return (
+        map.sources.length === 0 ||
+        map.sourcesContent?.length !== map.sources.length ||
+        map.sourcesContent.some((s) => typeof s !== 'string')
+      );
+    });
+    expect(lacking).toEqual([]);
+  });
+
+  it(
+    'an ESM app fires in a transaction and drains on SQLite at the lowest peer versions',
+    () => {
+      const result = scenario('smoke.mjs');
+      expect(result.seen.sort()).toEqual(['committed o1', 'o1@true']);
+      expect(result.succeeded).toBe(1);
+      expect(result.fields).toEqual([
+        { name: 'at', type: 'string (date-time)', required: true, description: null },
+        { name: 'orderId', type: 'string', required: true, description: 'the order' },
+      ]);
+    },
+    STEP_MS,
+  );
+
+  it(
+    'names zod 4 when the app hands it a zod 3 schema, and keeps its config messages at the lowest zod',
+    () => {
+      const { errors } = scenario('smoke.mjs');
+      expect(errors.zod3).toContain('must be a zod 4 schema');
+      expect(errors.zod3).toContain('(got a zod 3 schema)');
+      expect(errors.version).toBe(
+        'ConfigurationError: Invalid outbox config:\n  events["a.B"].version must be an integer ≥ 1 (got 0)',
+      );
+    },
+    STEP_MS,
+  );
+
+  it(
+    'without pg installed (an optional peer), listenNotifyWakeup says to npm install pg',
+    () => {
+      expect(scenario('smoke.mjs').pgMissing).toEqual({
+        name: 'ConfigurationError',
+        code: 'OUTBOX_CONFIGURATION',
+        message:
+          'listenNotifyWakeup() needs the pg package (node-postgres), which is not installed: run `npm install pg`',
+      });
+    },
+    STEP_MS,
+  );
+
+  // require(esm): unflagged from Node 20.19 and 22.12; older Nodes cannot require() this
+  // package at all (ERR_REQUIRE_ESM), which is what the skip says.
+  it.skipIf(!process.features.require_module)(
+    `a CommonJS app can require('outboxkit') and require('outboxkit/testing') (Node ${process.version}: require(esm) ${process.features.require_module ? 'available' : 'NOT available — skipped'})`,
+    () => {
+      const result = scenario('smoke.cjs');
+      expect(result.seen.sort()).toEqual(['committed o1', 'o1@true']);
+      expect(result.succeeded).toBe(1);
+      expect(result.errors.zod3).toContain('(got a zod 3 schema)');
+      expect(result.pgMissing.name).toBe('ConfigurationError');
+      // Not compared: a CommonJS app's require('zod') and outboxkit's import of zod are
+      // two copies of zod; before zod 4.2 each kept its own registry, so a .describe()
+      // made through one is not seen through the other (zod 4.2 shares it on globalThis).
+      expect(result.fields.map((f) => f.name)).toEqual(['at', 'orderId']);
+    },
+    STEP_MS,
+  );
+
+  it('the types compile in an ESM TypeScript app at the lowest peer versions, without decaying to any', () => {
+    const result = typecheck(app);
+    expect(result.status, `${result.stdout}\n${result.stderr}`).toBe(0);
+  }, 120_000);
+
+  describe("what import('outboxkit') loads, in a fresh Node process", () => {
+    /**
+     * Every module a fresh process loads for `target`: ESM files through a resolve hook
+     * registered before the import (module.register), CommonJS files (also those a
+     * CommonJS package require()s internally, which no ESM hook sees) from require.cache.
+     */
+    const loaded = (target: string): string[] => {
+      const result = spawnSync(
+        process.execPath,
+        [
+          'loaded-modules.mjs',
+          target,
+          join(work, `trace-${Math.random().toString(36).slice(2)}.log`),
+        ],
+        { cwd: app, encoding: 'utf8' },
+      );
+      expect(result.status, result.stderr).toBe(0);
+      const { esm, cjs } = JSON.parse(result.stdout) as { esm: string[]; cjs: string[] };
+      return [...esm, ...cjs];
+    };
+    /** The packages (by name) that files under node_modules/ belong to. */
+    const packagesOf = (modules: string[]) =>
+      [
+        ...new Set(
+          modules.flatMap((m) => {
+            const match = /node_modules\/((?:@[^/]+\/)?[^/]+)\//.exec(m.split('\\').join('/'));
+            return match ? [match[1]] : [];
+          }),
+        ),
+      ].sort();
+    const TOOLING = [
+      'ts-morph',
+      '@ts-morph/common',
+      'typescript',
+      'tsx',
+      'esbuild',
+      'handlebars',
+      'commander',
+    ];
+
+    it(
+      'loads none of ts-morph, TypeScript, tsx, handlebars or commander',
+      () => {
+        const packages = packagesOf(loaded('outboxkit'));
+        expect(packages).toContain('outboxkit');
+        expect(packages).toContain('sequelize');
+        expect(packages.filter((p) => TOOLING.includes(p))).toEqual([]);
+      },
+      STEP_MS,
+    );
+
+    it(
+      '(the check sees them when they are loaded: the catalogue renderer loads handlebars, codegen ts-morph)',
+      () => {
+        const dist = join(app, 'node_modules/outboxkit/dist');
+        const catalogue = packagesOf(
+          loaded(pathToFileURL(join(dist, 'catalogue/render-markdown.js')).href),
+        );
+        expect(catalogue).toContain('handlebars');
+        const codegen = packagesOf(loaded(pathToFileURL(join(dist, 'codegen/analyze.js')).href));
+        expect(codegen).toContain('ts-morph');
+      },
+      STEP_MS,
+    );
+  });
+});
