@@ -146,11 +146,19 @@ export function analyzeConfig(
 
 function createProject(configFile: string, projectRoot: string): Project {
   const tsConfigFilePath = findTsconfig(dirname(configFile), projectRoot);
+  // A .js/.mjs/.cjs config is read like a .ts one: without allowJs the checker has no
+  // source file for it (and crashed reading its default export's symbol).
+  const js = /\.[mc]?js$/.test(configFile) ? { allowJs: true } : {};
   if (tsConfigFilePath) {
-    return new Project({ tsConfigFilePath, skipAddingFilesFromTsConfig: true });
+    return new Project({
+      tsConfigFilePath,
+      skipAddingFilesFromTsConfig: true,
+      compilerOptions: js,
+    });
   }
   return new Project({
     compilerOptions: {
+      ...js,
       strict: true,
       target: ScriptTarget.ES2022,
       module: ModuleKind.NodeNext,

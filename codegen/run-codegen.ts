@@ -2,13 +2,14 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { type CatalogueDiff, diffCatalogues } from '../catalogue/diff.js';
 import { formatCatalogueDiffText } from '../catalogue/format-diff.js';
-import { parseCatalogue, readCatalogue } from '../catalogue/read-catalogue.js';
+import { parseCatalogue } from '../catalogue/read-catalogue.js';
 import { renderCatalogueJson } from '../catalogue/render-json.js';
 import { renderCatalogueMarkdown } from '../catalogue/render-markdown.js';
-import { formatLoadError, loadConfig } from '../src/cli/load-config.js';
+import { formatLoadError, loadConfig } from '../src/declare/load-config.js';
 import { OutboxError } from '../src/errors/outbox-error.js';
 import { buildCatalogue, type Catalogue } from '../src/introspect/index.js';
 import { analyzeConfig, type HandlerMismatch } from './analyze.js';
+import { readBaseCatalogue, resolveCheckBase } from './check-base.js';
 import { generateEmitters } from './generate-emitters.js';
 import {
   DEFAULT_CATALOGUE_DIR,
@@ -32,12 +33,20 @@ export interface CodegenOptions {
   /** Write nothing; fail when a file on disk differs from what the config produces. */
   readonly check?: boolean;
   /**
-   * In check mode, diff the catalogue against this git ref's committed catalogue (the
-   * pull request's base) instead of the one on disk, and fail on a breaking change.
+   * The git ref (or `REF:PATH`) whose committed catalogue the check compares with, failing
+   * on a breaking change. Without it, `check` finds the base itself: the merge-base of
+   * `HEAD` and the upstream default branch, or on that branch the previous commit (see
+   * {@link resolveCheckBase}). When writing, the change from this ref is printed.
+   * @defaultValue found from git in check mode; the catalogue on disk when writing
    */
   readonly base?: string;
   /** Do not fail on breaking catalogue changes (a deliberate, announced break). */
   readonly allowBreaking?: boolean;
+  /**
+   * Where the CI variables naming a pull or merge request's target branch are read.
+   * @defaultValue `process.env`
+   */
+  readonly env?: Readonly<Record<string, string | undefined>>;
   /** The project root: paths resolve here and locations are relative to it. @defaultValue `process.cwd()` */
   readonly cwd?: string;
 }
@@ -146,10 +155,12 @@ const MAX_DIFF_LINES = 200;
 
 /**
  * `outbox codegen [--check]`: generate, then write the files (or, with `check`, compare
- * them with the files on disk and print a unified diff of each stale one). Either way the
- * catalogue is diffed against the previous one (on disk, or `base`'s) and the breaking and
- * compatible changes are printed; in check mode a breaking change fails unless
- * `allowBreaking`.
+ * them with the files on disk and print a unified diff of each stale one). The catalogue
+ * is diffed against the previous one and the breaking and compatible changes are printed:
+ * when writing, the one on disk (or `base`'s); in check mode, the one committed at the
+ * base — `base`, else the merge-base with the upstream default branch, else the previous
+ * commit on it — which is printed, as is plainly the absence of one. In check mode a
+ * breaking change fails unless `allowBreaking`.
  *
  * @returns the exit code: 0 up to date (or written), 1 stale, breaking or invalid.
  */
@@ -165,25 +176,9 @@ export async function runCodegen(
   for (const w of result.warnings) output.error(`outbox codegen: warning: ${w}`);
   const cwd = resolve(options.cwd ?? process.cwd());
 
-  let previous: { label: string; catalogue: Catalogue } | undefined;
-  try {
-    if (options.base !== undefined) {
-      const ref = options.base.includes(':')
-        ? options.base
-        : `${options.base}:./${displayPath(cwd, result.catalogueJsonPath)}`;
-      previous = readCatalogue(ref, cwd);
-    } else if (existsSync(result.catalogueJsonPath)) {
-      const label = displayPath(cwd, result.catalogueJsonPath);
-      previous = {
-        label,
-        catalogue: parseCatalogue(readFileSync(result.catalogueJsonPath, 'utf8'), label),
-      };
-    }
-  } catch (error) {
-    if (!(error instanceof OutboxError)) throw error;
-    output.error(`outbox codegen: ${error.message}`);
-    if (options.check) return 1;
-  }
+  const compared = previousCatalogue(options, cwd, result.catalogueJsonPath, output);
+  if (compared === 'failed') return 1;
+  const { previous, basis } = compared;
   const diff: CatalogueDiff | undefined =
     previous && diffCatalogues(previous.catalogue, result.catalogue);
   const changed = diff && diff.breaking.length + diff.compatible.length > 0;
@@ -223,10 +218,14 @@ export async function runCodegen(
     const more = lines.length - 1 - MAX_DIFF_LINES;
     output.error(`${shown}${more > 0 ? `\n… ${more} more diff lines` : ''}`);
   }
+  const breakingCount = diff?.breaking.length ?? 0;
+  const breaking = breakingCount > 0 && !options.allowBreaking;
   if (diff && changed && previous) {
-    output.error(formatCatalogueDiffText(diff, previous.label, 'the config').trimEnd());
+    const text = formatCatalogueDiffText(diff, previous.label, 'the config').trimEnd();
+    if (breaking) output.error(text);
+    else output.log(text);
   }
-  const breaking = (diff?.breaking.length ?? 0) > 0 && !options.allowBreaking;
+  const since = basis ?? displayPath(cwd, result.catalogueJsonPath);
   if (stale.length > 0) {
     output.error(
       `outbox codegen --check: ${stale.length} generated file(s) are stale: ${stale.join(', ')}. Run \`npx outbox codegen\` and commit the result.`,
@@ -234,10 +233,95 @@ export async function runCodegen(
   }
   if (breaking) {
     output.error(
-      `outbox codegen --check: the catalogue has ${diff?.breaking.length} breaking change(s); bump the event's version, keep the field, or pass --allow-breaking for a deliberate break.`,
+      `outbox codegen --check: the catalogue has ${breakingCount} breaking change(s) since ${since}; bump the event's version, keep the field, or pass --allow-breaking for a deliberate break.`,
     );
   }
   if (stale.length > 0 || breaking) return 1;
-  output.log('outbox codegen --check: generated files and catalogue are up to date');
+  if (basis === undefined) {
+    output.log(
+      'outbox codegen --check: generated files are up to date (the catalogue was not compared with a base)',
+    );
+  } else if (breakingCount > 0) {
+    output.log(
+      `outbox codegen --check: generated files are up to date; the catalogue's ${breakingCount} breaking change(s) since ${basis} are allowed by --allow-breaking`,
+    );
+  } else {
+    output.log(
+      `outbox codegen --check: generated files are up to date, and the catalogue has no breaking change since ${basis}`,
+    );
+  }
   return 0;
+}
+
+/** What the generated catalogue is diffed against, and how output names that base. */
+interface Previous {
+  /** The earlier catalogue, if there is one. */
+  readonly previous: { readonly label: string; readonly catalogue: Catalogue } | undefined;
+  /** The base the check compared with (for the closing line); `undefined` when none. */
+  readonly basis: string | undefined;
+}
+
+/**
+ * Find the catalogue to diff against. In check mode that is the base commit's catalogue
+ * ({@link resolveCheckBase}: `--base`, else the merge-base with the upstream default
+ * branch, else the previous commit on that branch), and the base is printed; with no base
+ * to be found, that is said plainly, and the catalogue on disk stands in (which only
+ * shows changes not yet regenerated). When writing, it is `--base`'s catalogue or the one
+ * on disk.
+ *
+ * @returns `failed` when check mode cannot go on (a bad `--base`, an unreadable catalogue).
+ */
+function previousCatalogue(
+  options: CodegenOptions,
+  cwd: string,
+  catalogueJsonPath: string,
+  output: CodegenOutput,
+): Previous | 'failed' {
+  const prefix = options.check ? 'outbox codegen --check' : 'outbox codegen';
+  const onDisk = displayPath(cwd, catalogueJsonPath);
+  const fallback = (): Previous => ({
+    previous: readOnDisk(catalogueJsonPath, onDisk),
+    basis: undefined,
+  });
+  try {
+    if (options.check || options.base !== undefined) {
+      const base = resolveCheckBase({ base: options.base, cwd, env: options.env });
+      if (base.kind === 'invalid') {
+        output.error(`${prefix}: ${base.message}`);
+        return options.check ? 'failed' : fallback();
+      }
+      if (base.kind === 'found') {
+        output.log(`${prefix}: comparing the catalogue with ${base.description}`);
+        const read = readBaseCatalogue(base, onDisk, cwd);
+        if (read.kind === 'catalogue') {
+          return {
+            previous: { label: base.description, catalogue: read.catalogue },
+            basis: base.description,
+          };
+        }
+        if (base.path !== undefined) {
+          output.error(`${prefix}: --base ${options.base}: ${read.spec} does not exist`);
+          return options.check ? 'failed' : fallback();
+        }
+        output.log(
+          `${prefix}: ${read.spec} does not exist: the catalogue is new since the base, so nothing in it can break`,
+        );
+        return { previous: undefined, basis: base.description };
+      }
+      output.error(
+        `${prefix}: no base to compare the catalogue with: ${base.reason}. Only checked that the generated files match the config; a breaking change already committed is not caught.`,
+      );
+    }
+    return fallback();
+  } catch (error) {
+    if (!(error instanceof OutboxError)) throw error;
+    output.error(`${prefix}: ${error.message}`);
+    return options.check ? 'failed' : { previous: undefined, basis: undefined };
+  }
+}
+
+/** The catalogue on disk, labelled with its path; `undefined` when there is none yet. */
+function readOnDisk(catalogueJsonPath: string, label: string): Previous['previous'] {
+  if (!existsSync(catalogueJsonPath)) return undefined;
+  return { label, catalogue: parseCatalogue(readFileSync(catalogueJsonPath, 'utf8'), label) };
 }

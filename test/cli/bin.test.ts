@@ -11,7 +11,7 @@ import { REPO } from './support/cli.js';
  */
 describe('npx outbox', () => {
   it('runs the compiled CLI and lists its commands', () => {
-    const compiled = join(REPO, 'dist/src/cli/main.js');
+    const compiled = join(REPO, 'dist/cli/main.js');
     expect(existsSync(compiled), `${compiled} is missing: run npm run build`).toBe(true);
     const result = spawnSync('npx', ['outbox', '--help'], { cwd: REPO, encoding: 'utf8' });
     expect(result.status).toBe(0);

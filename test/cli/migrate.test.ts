@@ -1,8 +1,5 @@
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { QueryTypes } from 'sequelize';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, expect, it } from 'vitest';
 import { describeEachDialect } from '../support/dialects.js';
 import { type CliDatabase, openCliDatabase, PING_CONFIG, runCli } from './support/cli.js';
 
@@ -71,20 +68,5 @@ describeEachDialect('outbox migrate', (dialect) => {
     const versions = (await migrationsOf(db)).map((m) => m.version);
     expect(versions.length).toBeGreaterThan(0);
     expect(new Set(versions).size).toBe(versions.length);
-  });
-});
-
-describe('outbox migrate without --url', () => {
-  it('creates outbox.sqlite in the working directory, the zero-setup default', async () => {
-    const cwd = mkdtempSync(join(tmpdir(), 'outbox-cli-'));
-    try {
-      const result = await runCli(['migrate', '-c', PING_CONFIG], { cwd });
-      expect(result.stderr).toBe('');
-      expect(result.code).toBe(0);
-      expect(result.stdout).toBe('outbox: migrated sqlite:outbox.sqlite\n');
-      expect(existsSync(join(cwd, 'outbox.sqlite'))).toBe(true);
-    } finally {
-      rmSync(cwd, { recursive: true, force: true });
-    }
   });
 });

@@ -12,9 +12,10 @@ import type {
   Outcome,
   WrittenEvent,
 } from '../store.js';
-import { quoteIdent, type TableNames } from '../tables.js';
+import type { TableNames } from '../tables.js';
 import { POSTGRES_CAPABILITIES } from './capabilities.js';
 import { postgresDialect } from './dialect.js';
+import { postgresMigrationProfile } from './migration.js';
 import { postgresRunner } from './runner.js';
 import {
   KEYED_DELIVERY_COLUMNS,
@@ -86,11 +87,12 @@ export class PostgresStore extends SqlStore {
   migrate(): Promise<void> {
     const t = this.t;
     const lockKey = `outboxkit:${t.schema ?? 'public'}:${t.prefix}`;
+    const profile = postgresMigrationProfile(t);
     return migrate({
       tables: t,
       dialect: this.d,
       runner: this.runner,
-      schema: { ddl: this.d.ddl, singleWriterLock: false },
+      schema: profile.schema,
       exclusively: (work) =>
         this.sequelize.transaction(async (transaction) => {
           await this.runner.run(
@@ -100,7 +102,7 @@ export class PostgresStore extends SqlStore {
           );
           await work(transaction);
         }),
-      prelude: t.schema ? [`CREATE SCHEMA IF NOT EXISTS ${quoteIdent(t.schema)}`] : [],
+      prelude: profile.prelude,
       analyze: (tables) => tables.map((table) => `ANALYZE ${table}`),
     });
   }

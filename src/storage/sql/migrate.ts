@@ -41,6 +41,62 @@ export interface MigrationHost {
   analyze(tables: readonly string[]): readonly string[];
 }
 
+/**
+ * What a dialect's migrations need besides the statements themselves: how the schema is
+ * spelled, what runs first, and how the current time is written in SQL. The store's
+ * `migrate()` and {@link renderMigrations} (the script `outbox migrate --print-sql`
+ * prints) read the same profile, so the two cannot drift.
+ */
+export interface MigrationProfile {
+  readonly schema: SchemaOptions;
+  /** Statements run first, inside the migration's transaction (PostgreSQL: CREATE SCHEMA). */
+  readonly prelude: readonly string[];
+  /** The current time as the migrations table's `applied_at` holds it, in SQL. */
+  readonly nowSql: string;
+}
+
+/** One migration as a script: its version and every statement that applies it. */
+export interface MigrationScriptStep {
+  readonly version: number;
+  /** Its tables and indexes, then the row recording the version as applied. */
+  readonly statements: readonly string[];
+}
+
+/** The migrations as statements to run in order, without running them. */
+export interface MigrationScript {
+  /** The prelude and the versions table: run before any step. */
+  readonly prelude: readonly string[];
+  readonly steps: readonly MigrationScriptStep[];
+}
+
+/**
+ * The statements `migrate()` runs for the migrations not in `applied`, as text: for a team
+ * that applies schema changes through its own tool (Umzug, sequelize-cli, a DBA). Every
+ * statement is idempotent (`IF NOT EXISTS`, and the version row `ON CONFLICT DO NOTHING`),
+ * and each step records its version, so `outbox migrate --check` and the relay see it
+ * applied. Not included: PostgreSQL's ANALYZE of new tables (autovacuum gets to them), and
+ * SQLite's `PRAGMA journal_mode=WAL`, which cannot run in a transaction.
+ */
+export function renderMigrations(
+  profile: MigrationProfile,
+  t: TableNames,
+  applied: ReadonlySet<number> = new Set(),
+): MigrationScript {
+  return {
+    prelude: [...profile.prelude, renderTable(MIGRATIONS_TABLE, t, profile.schema.ddl)],
+    steps: MIGRATIONS.filter((m) => !applied.has(m.version)).map((m) => ({
+      version: m.version,
+      statements: [
+        ...renderMigration(m, t, profile.schema),
+        `INSERT INTO ${t.migrations} (version, applied_at) VALUES (${m.version}, ${profile.nowSql}) ON CONFLICT (version) DO NOTHING`,
+      ],
+    })),
+  };
+}
+
+/** Every migration version, in order: what a database is behind when it lacks one. */
+export const MIGRATION_VERSIONS: readonly number[] = MIGRATIONS.map((m) => m.version);
+
 /** Apply the migrations not yet applied. Idempotent; safe when two processes run it at once. */
 export async function migrate(host: MigrationHost): Promise<void> {
   const { tables: t, runner, dialect: d } = host;

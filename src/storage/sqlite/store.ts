@@ -15,6 +15,7 @@ import type { TableNames } from '../tables.js';
 import { SQLITE_CAPABILITIES } from './capabilities.js';
 import { configureConnections } from './connections.js';
 import { sqliteDialect } from './dialect.js';
+import { sqliteMigrationProfile } from './migration.js';
 import { SqliteRelayLock } from './relay-lock.js';
 import { sqliteRunner } from './runner.js';
 import {
@@ -51,14 +52,15 @@ export class SqliteStore extends SqlStore {
    */
   async migrate(): Promise<void> {
     await this.runner.run('PRAGMA journal_mode=WAL', []);
+    const profile = sqliteMigrationProfile();
     await migrate({
       tables: this.t,
       dialect: this.d,
       runner: this.runner,
-      schema: { ddl: this.d.ddl, singleWriterLock: true },
+      schema: profile.schema,
       exclusively: (work) =>
         this.sequelize.transaction({ type: Transaction.TYPES.IMMEDIATE }, work),
-      prelude: [],
+      prelude: profile.prelude,
       analyze: () => [],
     });
   }

@@ -11,6 +11,12 @@ export const REPO = resolve(dirname(fileURLToPath(import.meta.url)), '../../..')
 const ENTRY = join(REPO, 'test/cli/support/entry.ts');
 /** tsx's loader by path, so the CLI also starts from a working directory outside the repo. */
 const TSX = pathToFileURL(join(REPO, 'node_modules/tsx/dist/loader.mjs')).href;
+/** The published bin, which runs the compiled CLI in dist/ (`npm run build`). */
+export const BIN = join(REPO, 'bin/outbox.js');
+/** The compiled CLI the bin imports. */
+export const COMPILED_CLI = join(REPO, 'dist/cli/main.js');
+/** The ping config as an app writes it: it also exports `sequelize` (OUTBOX_TEST_APP_DB). */
+export const APP_CONFIG = join(REPO, 'test/cli/fixtures/app.config.ts');
 /** The fixture config the relay and migrate tests run. */
 export const PING_CONFIG = join(REPO, 'test/cli/fixtures/ping.config.ts');
 
@@ -31,16 +37,19 @@ export interface CliProcess {
 
 /**
  * Start `outbox <args>` as a child process, from source (see entry.ts), in `cwd`.
- * `env` is added to this process's environment; `OUTBOX_DATABASE_URL` is cleared unless
- * given, so a developer's own setting never points a test at their database.
+ * `env` is added to this process's environment; `OUTBOX_DATABASE_URL` and `DATABASE_URL`
+ * are cleared unless given, so a developer's own setting never points a test at their
+ * database. `bin: true` runs the compiled bin (`node bin/outbox.js`, what production
+ * runs) instead of the source.
  */
 export function startCli(
   args: readonly string[],
-  options: { cwd?: string; env?: Record<string, string> } = {},
+  options: { cwd?: string; env?: Record<string, string>; bin?: boolean } = {},
 ): CliProcess {
-  const child = spawn(process.execPath, ['--import', TSX, ENTRY, ...args], {
+  const command = options.bin ? [BIN] : ['--import', TSX, ENTRY];
+  const child = spawn(process.execPath, [...command, ...args], {
     cwd: options.cwd ?? REPO,
-    env: { ...process.env, OUTBOX_DATABASE_URL: '', ...options.env },
+    env: { ...process.env, OUTBOX_DATABASE_URL: '', DATABASE_URL: '', ...options.env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let stdout = '';
@@ -61,7 +70,7 @@ export function startCli(
 /** Run `outbox <args>` to the end; kills it (and fails) after `timeoutMs`. */
 export async function runCli(
   args: readonly string[],
-  options: { cwd?: string; env?: Record<string, string>; timeoutMs?: number } = {},
+  options: { cwd?: string; env?: Record<string, string>; timeoutMs?: number; bin?: boolean } = {},
 ): Promise<CliResult> {
   const run = startCli(args, options);
   const timeoutMs = options.timeoutMs ?? 20_000;
@@ -104,6 +113,10 @@ export interface CliDatabase {
   readonly outboxOptions: { sequelize: Sequelize; schema?: string };
   /** `--url …` (and `--schema …` on PostgreSQL). */
   readonly args: readonly string[];
+  /** The database's URL, as `--url` or a variable takes it. */
+  readonly url: string;
+  /** `--schema …` on PostgreSQL, nothing on SQLite. */
+  readonly schemaArgs: readonly string[];
   cleanup(): Promise<void>;
 }
 
@@ -118,6 +131,8 @@ export async function openCliDatabase(dialect: 'sqlite' | 'postgres'): Promise<C
       dialect,
       outboxOptions: db.outboxOptions,
       args: ['--url', postgresUrl(), '--schema', db.outboxOptions.schema!],
+      url: postgresUrl(),
+      schemaArgs: ['--schema', db.outboxOptions.schema!],
       cleanup: () => db.cleanup(),
     };
   }
@@ -128,6 +143,8 @@ export async function openCliDatabase(dialect: 'sqlite' | 'postgres'): Promise<C
     dialect,
     outboxOptions: { sequelize },
     args: ['--url', `sqlite:${file}`],
+    url: `sqlite:${file}`,
+    schemaArgs: [],
     async cleanup() {
       await sequelize.close();
       rmSync(dir, { recursive: true, force: true });

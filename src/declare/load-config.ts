@@ -1,11 +1,27 @@
 import { existsSync, readFileSync } from 'node:fs';
-import { resolve } from 'node:path';
+import { extname, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { Sequelize } from 'sequelize';
-import { isOutboxConfig, type OutboxConfig } from '../declare/define-outbox.js';
+import { isOutboxConfig, type OutboxConfig } from './define-outbox.js';
 
 /** The default config file name, looked up in the working directory. */
 export const DEFAULT_CONFIG_FILE = 'outbox.config.ts';
+
+/**
+ * The config file names looked up, in this order, when none is given: TypeScript first,
+ * then JavaScript (ES modules or CommonJS). Each is loaded the same way, through tsx.
+ */
+export const DEFAULT_CONFIG_FILES: readonly string[] = [
+  'outbox.config.ts',
+  'outbox.config.mts',
+  'outbox.config.cts',
+  'outbox.config.js',
+  'outbox.config.mjs',
+  'outbox.config.cjs',
+];
+
+/** The extensions a config may have: TypeScript or JavaScript modules. */
+export const CONFIG_EXTENSIONS: readonly string[] = ['.ts', '.mts', '.cts', '.js', '.mjs', '.cjs'];
 
 /** A config file loaded: the config, and what else the module exported for the CLI. */
 export interface LoadedConfig {
@@ -43,8 +59,12 @@ export type LoadConfigResult =
   | { readonly ok: false; readonly error: ConfigLoadError };
 
 /**
- * Find and load `outbox.config.ts` (or `file`, relative to `cwd`) through tsx, and check
- * that its default export is a `defineOutbox(...)` result.
+ * Find and load `outbox.config.ts` (or the first of {@link DEFAULT_CONFIG_FILES} that
+ * exists, or `file`, relative to `cwd`) through tsx, and check that its default export is
+ * a `defineOutbox(...)` result. `.js`, `.mjs` and `.cjs` configs load like `.ts` ones.
+ *
+ * tsx is imported here, lazily, on the first load: `import 'outboxkit'` never loads it
+ * (this module is not re-exported from the package root; the CLI and codegen import it).
  *
  * Never throws: a missing file, a syntax error (with its position), a config
  * `defineOutbox` refuses (with the line of the declaration at fault) or a module that
@@ -55,7 +75,17 @@ export async function loadConfig(
   file: string | undefined,
   cwd = process.cwd(),
 ): Promise<LoadConfigResult> {
-  const path = resolve(cwd, file ?? DEFAULT_CONFIG_FILE);
+  const path = resolve(
+    cwd,
+    file ?? DEFAULT_CONFIG_FILES.find((f) => existsSync(resolve(cwd, f))) ?? DEFAULT_CONFIG_FILE,
+  );
+  if (!CONFIG_EXTENSIONS.includes(extname(path))) {
+    return fail({
+      kind: 'invalid',
+      file: path,
+      message: `a config is a TypeScript or JavaScript module (${CONFIG_EXTENSIONS.join(', ')}); got ${extname(path) || 'a file without an extension'}`,
+    });
+  }
   if (!existsSync(path)) {
     return fail({
       kind: 'missing',

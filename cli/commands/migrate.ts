@@ -1,0 +1,215 @@
+/**
+ * `outbox migrate`: create or upgrade the outbox tables; or, for a team that applies
+ * schema changes through its own tool, print them (`--print-sql`) or write them as that
+ * tool's migration files (`--emit umzug|sequelize-cli`); or check that none is pending
+ * (`--check`, exit 2 when one is).
+ */
+import { existsSync, mkdirSync, readdirSync, writeFileSync } from 'node:fs';
+import { join, relative, resolve } from 'node:path';
+import { type Command, Option } from 'commander';
+import { ConfigurationError } from '../../src/errors/outbox-error.js';
+import { createOutbox } from '../../src/outbox.js';
+import {
+  type MigrationDialect,
+  migrationStatements,
+} from '../../src/storage/migration-statements.js';
+import { type TableNames, tableNames } from '../../src/storage/tables.js';
+import { closeDatabase, resolveDatabase } from '../connect.js';
+import { EXIT } from '../exit-codes.js';
+import type { CliOutput } from '../log-format.js';
+import {
+  MIGRATION_TOOLS,
+  type MigrationTool,
+  migrationFiles,
+  migrationStamp,
+} from '../migration-files.js';
+import { type ConnectionFlags, connectionOptions } from '../options.js';
+import { schemaStatus } from '../schema-status.js';
+import { loadOrFail, MissingDatabaseFile, openSession, type Session } from '../session.js';
+
+export interface MigrateFlags extends ConnectionFlags {
+  readonly printSql?: boolean;
+  readonly dialect?: MigrationDialect;
+  readonly emit?: MigrationTool;
+  readonly out: string;
+  readonly check?: boolean;
+}
+
+/** Declare the command's options on `command`. */
+export function migrateCommand(command: Command): Command {
+  return connectionOptions(
+    command.description(
+      'create or upgrade the outbox tables (idempotent); or print them, emit them for your migration tool, or check them',
+    ),
+  )
+    .option('--print-sql', 'print the DDL migrate would run, and run nothing')
+    .addOption(
+      new Option(
+        '--dialect <dialect>',
+        'with --print-sql / --emit: the SQL dialect, without a database (default: the database’s)',
+      ).choices(['postgres', 'sqlite']),
+    )
+    .addOption(
+      new Option(
+        '--emit <tool>',
+        'write the migrations as migration files of your own tool',
+      ).choices(MIGRATION_TOOLS),
+    )
+    .option('--out <dir>', 'with --emit: the folder the files go to', 'migrations')
+    .option('--check', 'change nothing; exit 2 when a migration is pending (for CI and deploys)')
+    .addHelpText(
+      'after',
+      `
+Exit codes: 0 migrated / up to date, 1 could not run (no database, unreachable, bad config),
+2 (--check) migrations pending.
+
+Through your own migration tool:
+  npx outbox migrate --print-sql --dialect postgres --schema app > outbox.sql
+  npx outbox migrate --emit sequelize-cli --dialect postgres --out migrations
+  npx outbox migrate --check          # in the deploy, before the relay starts`,
+    );
+}
+
+export async function migrate(flags: MigrateFlags, out: CliOutput): Promise<number> {
+  if (flags.printSql && flags.emit) {
+    throw new ConfigurationError('pass --print-sql or --emit, not both', { path: 'emit' });
+  }
+  if (flags.printSql || flags.emit) return script(flags, out);
+  if (flags.dialect) {
+    throw new ConfigurationError('--dialect goes with --print-sql or --emit', { path: 'dialect' });
+  }
+  let session: Session;
+  try {
+    session = await openSession(flags, { mustExist: Boolean(flags.check) });
+  } catch (error) {
+    // --check: a database that is not there yet is behind by every migration.
+    if (!(error instanceof MissingDatabaseFile)) throw error;
+    out.error(`${error.message} (every migration is pending)`);
+    return EXIT.needsAttention;
+  }
+  try {
+    const before = await schemaStatus(session.db.sequelize, session.tables);
+    if (flags.check) {
+      if (before.state === 'current') {
+        out.result(`${session.where} is up to date (migrations ${before.applied.join(', ')})`);
+        return EXIT.ok;
+      }
+      const pending =
+        before.state === 'missing'
+          ? 'every migration (the tables are missing)'
+          : `migrations ${before.pending.join(', ')}`;
+      out.error(
+        `${session.where} is behind: ${pending} pending. Run \`npx outbox migrate\` (or your tool's migrations, see --emit).`,
+      );
+      return EXIT.needsAttention;
+    }
+    const outbox = createOutbox(session.loaded.config, {
+      sequelize: session.db.sequelize,
+      schema: flags.schema,
+      tablePrefix: flags.tablePrefix,
+      preparedStatements: flags.preparedStatements,
+      logger: out.logger,
+      wakeup: null,
+    });
+    await outbox.migrate();
+    await outbox.close();
+    const after = await schemaStatus(session.db.sequelize, session.tables);
+    const had = before.state === 'missing' ? [] : before.applied;
+    const now = after.state === 'missing' ? [] : after.applied;
+    const added = now.filter((v) => !had.includes(v));
+    const applied =
+      added.length === 0 ? 'already up to date' : `applied migration ${added.join(', ')}`;
+    out.result(`migrated ${session.where}: ${applied}`);
+    return EXIT.ok;
+  } finally {
+    await session.close();
+  }
+}
+
+/** `--print-sql` and `--emit`: the statements, from the dialect given or the database's. */
+async function script(flags: MigrateFlags, out: CliOutput): Promise<number> {
+  const dialect = flags.dialect ?? (await dialectOfDatabase(flags));
+  if (flags.schema !== undefined && dialect !== 'postgres') {
+    throw new ConfigurationError(`--schema is for PostgreSQL; ${dialect} has no schemas`, {
+      path: 'schema',
+    });
+  }
+  const tables = tableNames(flags.tablePrefix ?? 'outbox_', flags.schema);
+  const statements = migrationStatements(dialect, tables);
+  const label = tablesLabel(tables);
+  if (flags.printSql) {
+    const lines = [
+      `-- outboxkit migrations for ${dialect}, tables ${label}: what \`npx outbox migrate\` runs.`,
+      '-- Every statement is idempotent; run them in one transaction.',
+      ...(dialect === 'sqlite'
+        ? ['-- SQLite: outboxkit also sets PRAGMA journal_mode=WAL, outside any transaction.']
+        : []),
+      '',
+      ...statements.prelude.map((s) => `${s};\n`),
+      ...statements.steps.flatMap((step) => [
+        `-- version ${step.version}`,
+        ...step.statements.map((s) => `${s};\n`),
+      ]),
+    ];
+    process.stdout.write(`${lines.join('\n').trimEnd()}\n`);
+    return EXIT.ok;
+  }
+  const tool = flags.emit as MigrationTool;
+  const dir = resolve(flags.out);
+  mkdirSync(dir, { recursive: true });
+  const existing = readdirSync(dir);
+  const files = migrationFiles(statements, tool, {
+    dialect,
+    tables: label,
+    stamp: migrationStamp(new Date()),
+  });
+  for (const file of files) {
+    const already = existing.find((name) => name.includes(file.marker));
+    const shown = (name: string) => relative(process.cwd(), join(dir, name)) || name;
+    if (already) {
+      out.result(
+        `${shown(already)} is already there (outbox schema version ${file.marker.replace(/\D/g, '')})`,
+      );
+      continue;
+    }
+    const path = join(dir, file.name);
+    if (existsSync(path)) throw new ConfigurationError(`${path} exists`, { path: 'out' });
+    writeFileSync(path, file.text);
+    out.result(`wrote ${shown(file.name)} (${tool}, ${dialect}, tables ${label})`);
+  }
+  return EXIT.ok;
+}
+
+/** The dialect of the database the flags resolve to, without connecting. */
+async function dialectOfDatabase(flags: MigrateFlags): Promise<MigrationDialect> {
+  const loaded = await loadOrFail(flags.config).catch(() => undefined);
+  let db: ReturnType<typeof resolveDatabase>;
+  try {
+    db = resolveDatabase(loaded ?? { file: 'the config', sequelize: undefined }, {
+      url: flags.url,
+      useUrlOverConfig: flags.useUrlOverConfig,
+      connectTimeoutMs: flags.connectTimeout,
+    });
+  } catch {
+    throw new ConfigurationError(
+      'pass --dialect postgres|sqlite (or a database, --url or the config’s sequelize, to take it from)',
+      { path: 'dialect' },
+    );
+  }
+  const dialect = db.sequelize.getDialect();
+  if (db.owned) await closeDatabase(db);
+  if (dialect !== 'postgres' && dialect !== 'sqlite') {
+    throw new ConfigurationError(
+      `outboxkit supports PostgreSQL and SQLite; this database is ${dialect}`,
+      {
+        path: 'url',
+      },
+    );
+  }
+  return dialect;
+}
+
+/** `"app"."outbox_*"`: the tables a script names. */
+function tablesLabel(t: TableNames): string {
+  return `${t.schema ? `"${t.schema}".` : ''}"${t.prefix}*"`;
+}

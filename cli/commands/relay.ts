@@ -1,0 +1,270 @@
+/**
+ * `outbox relay`: deliver owed events until SIGTERM/SIGINT, or with `--once` until nothing
+ * is owed. It refuses to start on a database without the outbox tables, stops on a
+ * database error that is not transient, and exits with the codes of exit-codes.ts.
+ *
+ * Stopping: the first SIGTERM/SIGINT lets the deliveries in hand finish and hands the
+ * unstarted rows back at once (runRelay's signal). If they have not finished after
+ * `--shutdown-timeout`, or at a second signal, the relay names the deliveries it
+ * abandons and exits 3: their leases hand them back to the next relay.
+ */
+import { randomBytes } from 'node:crypto';
+import { hostname } from 'node:os';
+import { type Command, Option } from 'commander';
+import { QueryTypes } from 'sequelize';
+import { ConfigurationError } from '../../src/errors/outbox-error.js';
+import { createOutbox, type Outbox } from '../../src/outbox.js';
+import type { RelayReport } from '../../src/relay/run-relay.js';
+import { isTransientDatabaseError } from '../../src/relay/transient.js';
+import type { TableNames } from '../../src/storage/tables.js';
+import { EXIT } from '../exit-codes.js';
+import type { CliOutput } from '../log-format.js';
+import { type ConnectionFlags, connectionOptions, integer } from '../options.js';
+import { schemaStatus } from '../schema-status.js';
+import { openSession, type Session } from '../session.js';
+
+export interface RelayFlags extends ConnectionFlags {
+  readonly once?: boolean;
+  readonly batchSize?: number;
+  readonly concurrency?: number;
+  readonly allowUnsafeConcurrency?: boolean;
+  readonly shutdownTimeout: number;
+}
+
+/** The default of `--shutdown-timeout`: below Kubernetes' 30 s grace period. */
+export const DEFAULT_SHUTDOWN_TIMEOUT_MS = 25_000;
+
+/** Declare the command's options on `command`. */
+export function relayCommand(command: Command): Command {
+  return connectionOptions(
+    command.description(
+      'deliver owed events until SIGTERM/SIGINT (or, with --once, until none is owed)',
+    ),
+  )
+    .option('--once', 'claim until nothing is owed, then exit (exit 2 on failures or dead letters)')
+    .option(
+      '--batch-size <n>',
+      'rows per claim (1–10000; default: settings.batchSize)',
+      integer(1, 10_000),
+    )
+    .option('--concurrency <n>', 'deliveries at once (PostgreSQL; default 10)', integer(1, 1000))
+    .addOption(
+      new Option(
+        '--shutdown-timeout <ms>',
+        'after SIGTERM/SIGINT, how long the deliveries in hand may take before they are abandoned (exit 3)',
+      )
+        .argParser(integer(0))
+        .default(DEFAULT_SHUTDOWN_TIMEOUT_MS),
+    )
+    .option(
+      '--allow-unsafe-concurrency',
+      'SQLite: start even though another relay holds the single-relay lock (only when you know it is gone)',
+    )
+    .addHelpText(
+      'after',
+      `
+The database, first found wins:
+  --url <url>, then OUTBOX_DATABASE_URL, then DATABASE_URL, then the \`sequelize\` the config
+  exports. With none of them the relay refuses to start. When the config exports a sequelize,
+  a URL naming another database is refused (its models are bound to the config's Sequelize)
+  unless --use-url-over-config.
+
+Exit codes:
+  0  --once: every delivery succeeded; without --once: stopped by SIGTERM/SIGINT and drained
+  1  could not run: no or bad config, no database, unreachable within --connect-timeout,
+     outbox tables missing (run \`npx outbox migrate\`), a database error that is not transient
+  2  --once: deliveries failed (they will be retried), dead-lettered, or orphaned
+  3  stopped, and --shutdown-timeout passed with deliveries in flight: they were abandoned
+     and their leases hand them back to the next relay
+
+In production, run the bin itself (\`node node_modules/.bin/outbox relay\`, or \`outbox relay\`
+in a package script run by your process manager), not \`npx\`, so SIGTERM reaches the relay.`,
+    );
+}
+
+export async function relay(flags: RelayFlags, out: CliOutput): Promise<number> {
+  const session = await openSession(flags, { mustExist: true });
+  let outbox: Outbox | undefined;
+  /** Abandoned deliveries still run: closing would wait for them; the process exits instead. */
+  const state = { abandoned: false };
+  try {
+    const status = await schemaStatus(session.db.sequelize, session.tables);
+    if (status.state !== 'current') {
+      const what =
+        status.state === 'missing'
+          ? 'the outbox tables are missing'
+          : `migrations ${status.pending.join(', ')} are pending`;
+      throw new ConfigurationError(
+        `${session.where}: ${what}. Run \`npx outbox migrate\` (with the same database options) before the relay.`,
+        { path: 'url' },
+      );
+    }
+    // LISTEN/NOTIFY where the database can serve it (its capabilities say), else polling.
+    const { listenNotifyWakeup } = await import('../../src/wakeups/listen-notify.js');
+    const wakeup = listenNotifyWakeup();
+    const served =
+      wakeup.capabilities.dialects?.includes(session.db.sequelize.getDialect()) ?? true;
+    outbox = createOutbox(session.loaded.config, {
+      sequelize: session.db.sequelize,
+      schema: flags.schema,
+      tablePrefix: flags.tablePrefix,
+      preparedStatements: flags.preparedStatements,
+      logger: out.logger,
+      wakeup: served ? wakeup : null,
+    });
+    return await runUntilStopped(outbox, session, flags, out, state);
+  } finally {
+    if (!state.abandoned) {
+      await outbox?.close();
+      await session.close();
+    }
+  }
+}
+
+/** Why the relay ended, beside the report. */
+type Ending =
+  | { readonly kind: 'report'; readonly report: RelayReport }
+  | { readonly kind: 'abandoned'; readonly code: number };
+
+async function runUntilStopped(
+  outbox: Outbox,
+  session: Session,
+  flags: RelayFlags,
+  out: CliOutput,
+  state: { abandoned: boolean },
+): Promise<number> {
+  const workerId = `${hostname()}:${process.pid}:${randomBytes(3).toString('hex')}:cli`;
+  const stop = new AbortController();
+  /** Set when the relay is stopped for a database error: the exit code is then 1. */
+  let fatal: string | undefined;
+  let abandon: (() => void) | undefined;
+  const abandoned = new Promise<Ending>((resolve) => {
+    abandon = () => {
+      void inFlight(session, session.tables, workerId).then((rows) => {
+        out.error(
+          rows.length === 0
+            ? 'shutdown timeout: the relay had not finished; exiting'
+            : `shutdown timeout: abandoning ${rows.length} deliveries in flight (${rows.map((r) => `#${r.id} ${r.receiverKey}`).join(', ')}); their leases hand them back to the next relay after ${rows
+                .map((r) => r.leaseUntil)
+                .sort()
+                .at(-1)}`,
+          { abandoned: rows },
+        );
+        resolve({ kind: 'abandoned', code: EXIT.abandoned });
+      });
+    };
+  });
+  let shutdownTimer: NodeJS.Timeout | undefined;
+  const onSignal = (signal: NodeJS.Signals) => {
+    if (stop.signal.aborted) {
+      out.warn(`${signal} again: not waiting for the deliveries in hand`);
+      abandon?.();
+      return;
+    }
+    out.info(
+      `stopping (${signal}) — finishing the deliveries in hand (at most ${flags.shutdownTimeout} ms), handing the rest back`,
+    );
+    stop.abort();
+    shutdownTimer = setTimeout(() => abandon?.(), flags.shutdownTimeout);
+  };
+  // A database error that is not transient (a permission, a dropped table) is not retried
+  // as if it were: the relay stops and says why. With --once, transient ones are retried
+  // for --connect-timeout at most.
+  let failingSince: number | undefined;
+  const offError = outbox.on('relay:error', ({ error }) => {
+    if (stop.signal.aborted) return;
+    const message = (error as Error)?.message ?? String(error);
+    if (!isTransientDatabaseError(error)) {
+      fatal = `a database error that is not transient: ${message}`;
+      stop.abort();
+    } else if (flags.once) {
+      failingSince ??= Date.now();
+      if (Date.now() - failingSince >= flags.connectTimeout) {
+        fatal = `the database kept failing for ${flags.connectTimeout} ms (--connect-timeout): ${message}`;
+        stop.abort();
+      }
+    }
+  });
+  const progress = () => {
+    failingSince = undefined;
+  };
+  const offs = [
+    offError,
+    outbox.on('relay:delivered', progress),
+    outbox.on('relay:failed', progress),
+    outbox.on('relay:deadLettered', progress),
+  ];
+  process.on('SIGTERM', onSignal);
+  process.on('SIGINT', onSignal);
+  try {
+    out.info(`relay running on ${session.where}${flags.once ? ' (once)' : ''}`, {
+      database: session.db.label,
+      source: session.db.source,
+      schema: session.schema,
+      workerId,
+    });
+    const ending = await Promise.race([
+      outbox
+        .runRelay({
+          workerId,
+          untilIdle: flags.once,
+          signal: stop.signal,
+          batchSize: flags.batchSize,
+          concurrency: flags.concurrency,
+          pollIntervalMs: flags.pollInterval,
+          allowUnsafeConcurrency: flags.allowUnsafeConcurrency,
+        })
+        .then((report): Ending => ({ kind: 'report', report })),
+      abandoned,
+    ]);
+    if (ending.kind === 'abandoned') {
+      state.abandoned = true;
+      return ending.code;
+    }
+    const r = ending.report;
+    out.info(
+      `relay stopped — succeeded ${r.succeeded}, failed ${r.failed}, dead ${r.dead}, orphaned ${r.orphaned}, handed back ${r.handedBack}`,
+      { report: r },
+    );
+    if (fatal) {
+      out.error(`the relay stopped: ${fatal}`);
+      return EXIT.couldNotRun;
+    }
+    if (flags.once && r.failed + r.dead + r.orphaned > 0) return EXIT.needsAttention;
+    return EXIT.ok;
+  } finally {
+    clearTimeout(shutdownTimer);
+    process.off('SIGTERM', onSignal);
+    process.off('SIGINT', onSignal);
+    for (const off of offs) off();
+  }
+}
+
+/** The deliveries this relay still holds: what a shutdown timeout abandons. */
+async function inFlight(
+  session: Session,
+  tables: TableNames,
+  workerId: string,
+): Promise<{ id: string; receiverKey: string; leaseUntil: string }[]> {
+  try {
+    const rows = await session.db.sequelize.query<{
+      id: string | number;
+      receiver_key: string;
+      lease_until: Date | number | string;
+    }>(
+      `SELECT id, receiver_key, lease_until FROM ${tables.deliveries} WHERE status = 'claimed' AND claimed_by = $1 ORDER BY id`,
+      { bind: [workerId], type: QueryTypes.SELECT },
+    );
+    return rows.map((r) => ({
+      id: String(r.id),
+      receiverKey: r.receiver_key,
+      leaseUntil: new Date(
+        typeof r.lease_until === 'string' && /^\d+$/.test(r.lease_until)
+          ? Number(r.lease_until)
+          : r.lease_until,
+      ).toISOString(),
+    }));
+  } catch {
+    return [];
+  }
+}

@@ -1,0 +1,87 @@
+/**
+ * What every command that connects does first, in one place: load the config, resolve the
+ * database (see connect.ts), reach it within `--connect-timeout`, and name the database,
+ * schema and tables it will work on. A session owns its connections: `close()` ends them
+ * all, the config's Sequelize too, so the command exits at once.
+ */
+import { existsSync } from 'node:fs';
+import { formatLoadError, type LoadedConfig, loadConfig } from '../src/declare/load-config.js';
+import { ConfigurationError } from '../src/errors/outbox-error.js';
+import { type TableNames, tableNames } from '../src/storage/tables.js';
+import { type CliDatabase, checkReachable, closeDatabase, resolveDatabase } from './connect.js';
+import type { ConnectionFlags } from './options.js';
+
+/** A loaded config on a reachable database. */
+export interface Session {
+  readonly loaded: LoadedConfig;
+  readonly db: CliDatabase;
+  readonly tables: TableNames;
+  /** PostgreSQL: the schema of the tables (`--schema`, else the connection's current one). */
+  readonly schema: string | undefined;
+  /** `postgres://app:***@db:5432/shop (from DATABASE_URL), schema public`: what output names. */
+  readonly where: string;
+  close(): Promise<void>;
+}
+
+/** A SQLite database file that is not there (and which the command must not create). */
+export class MissingDatabaseFile extends ConfigurationError {}
+
+/** Per dialect, what the CLI asks to name the schema it works in (data, not a name check). */
+const CURRENT_SCHEMA_SQL: Readonly<Record<string, string>> = {
+  postgres: 'SELECT current_schema() AS schema',
+};
+
+/**
+ * Load the config, or throw its load error as the CLI prints it (`config not found at …`,
+ * `syntax error at file:line:column`, …).
+ */
+export async function loadOrFail(file: string | undefined): Promise<LoadedConfig> {
+  const result = await loadConfig(file);
+  if (!result.ok) {
+    throw new ConfigurationError(formatLoadError(result.error).replace(/^outbox: /, ''), {
+      path: 'config',
+    });
+  }
+  return result.value;
+}
+
+/**
+ * Open a session for a command's flags. `mustExist`: refuse a SQLite file that is not
+ * there rather than create an empty one (every command but `migrate`).
+ * @throws {ConfigurationError} for a config that does not load, no database, a conflict
+ * with the config's Sequelize, or a database that does not answer.
+ */
+export async function openSession(
+  flags: ConnectionFlags,
+  options: { mustExist: boolean },
+): Promise<Session> {
+  const loaded = await loadOrFail(flags.config);
+  // Checked before anything opens: a prefix or schema that is not an identifier.
+  const tables = tableNames(flags.tablePrefix ?? 'outbox_', flags.schema);
+  const db = resolveDatabase(loaded, {
+    url: flags.url,
+    useUrlOverConfig: flags.useUrlOverConfig,
+    preparedStatements: flags.preparedStatements,
+    connectTimeoutMs: flags.connectTimeout,
+  });
+  try {
+    if (options.mustExist && db.sqliteFile && !existsSync(db.sqliteFile)) {
+      throw new MissingDatabaseFile(
+        `there is no SQLite database at ${db.sqliteFile} (${db.origin}); create the outbox tables first: npx outbox migrate`,
+        { path: 'url' },
+      );
+    }
+    const schemaSql =
+      flags.schema === undefined ? CURRENT_SCHEMA_SQL[db.sequelize.getDialect()] : undefined;
+    const rows = await checkReachable(db, flags.connectTimeout, schemaSql);
+    const schema =
+      flags.schema ?? (schemaSql ? String(rows[0]?.schema ?? '') || undefined : undefined);
+    const prefix =
+      flags.tablePrefix && flags.tablePrefix !== 'outbox_' ? `, tables ${flags.tablePrefix}*` : '';
+    const where = `${db.origin}${schema ? `, schema ${schema}` : ''}${prefix}`;
+    return { loaded, db, tables, schema, where, close: () => closeDatabase(db) };
+  } catch (error) {
+    await closeDatabase(db);
+    throw error;
+  }
+}

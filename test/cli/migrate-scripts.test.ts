@@ -1,0 +1,84 @@
+/**
+ * Issue 12 item 9: the outbox's migrations through the app's own tool — `--print-sql`,
+ * `--emit umzug|sequelize-cli` — and `migrate --check`. A database migrated only by what
+ * they produce is one the CLI and the relay take as up to date.
+ */
+import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { afterEach, beforeEach, expect, it } from 'vitest';
+import { describeEachDialect } from '../support/dialects.js';
+import { type CliDatabase, openCliDatabase, PING_CONFIG, runCli } from './support/cli.js';
+
+describeEachDialect('outbox migrate through your own tool', (dialect) => {
+  let db: CliDatabase;
+  let dir: string;
+  beforeEach(async () => {
+    db = await openCliDatabase(dialect.name);
+    dir = mkdtempSync(join(tmpdir(), 'outbox-cli-emit-'));
+  });
+  afterEach(async () => {
+    await db.cleanup();
+    rmSync(dir, { recursive: true, force: true });
+  });
+  const check = () => runCli(['migrate', '--check', '-c', PING_CONFIG, ...db.args]);
+
+  it('--check exits 2 while migrations are pending, 0 once applied', async () => {
+    const before = await check();
+    expect(before.code).toBe(2);
+    expect(before.stderr).toMatch(
+      /is behind: every migration \(the tables are missing\) pending|every migration is pending/,
+    );
+    expect((await runCli(['migrate', '-c', PING_CONFIG, ...db.args])).code).toBe(0);
+    const after = await check();
+    expect(after.code).toBe(0);
+    expect(after.stdout).toContain('is up to date (migrations 1)');
+  });
+
+  it('--print-sql --dialect prints the DDL without a database, and running it migrates', async () => {
+    const printed = await runCli([
+      'migrate',
+      '--print-sql',
+      '--dialect',
+      dialect.name,
+      ...db.schemaArgs,
+    ]);
+    expect(printed.code).toBe(0);
+    expect(printed.stdout).toContain('CREATE TABLE IF NOT EXISTS');
+    expect(printed.stdout).toContain('outbox_deliveries');
+    expect(printed.stdout).toContain('-- version 1');
+    const sequelize = db.outboxOptions.sequelize;
+    for (const statement of printed.stdout
+      .split(/;\n/)
+      .map((s) => s.replace(/^--.*$/gm, '').trim()))
+      if (statement) await sequelize.query(statement);
+    expect((await check()).code).toBe(0);
+  });
+
+  it.each(['sequelize-cli', 'umzug'] as const)(
+    '--emit %s writes a migration file that migrates, once',
+    async (tool) => {
+      const args = ['migrate', '--emit', tool, '--out', dir, '-c', PING_CONFIG, ...db.args];
+      const first = await runCli(args);
+      expect(first.code).toBe(0);
+      const [name] = readdirSync(dir);
+      expect(name).toMatch(/^\d{14}-outboxkit-v1\.(cjs|mjs)$/);
+      const second = await runCli(args);
+      expect(second.stdout).toContain('is already there');
+      expect(readdirSync(dir)).toEqual([name]);
+
+      const sequelize = db.outboxOptions.sequelize;
+      const path = join(dir, name);
+      if (tool === 'sequelize-cli') {
+        const migration = createRequire(import.meta.url)(path);
+        await migration.up(sequelize.getQueryInterface(), sequelize.constructor);
+      } else {
+        const migration = await import(pathToFileURL(path).href);
+        await migration.up({ context: sequelize.getQueryInterface() });
+      }
+      expect((await check()).code).toBe(0);
+    },
+  );
+});

@@ -1,0 +1,245 @@
+/**
+ * Issue 12 items 3–6 and 18 (--log-format): the relay process from start to exit — a
+ * database it cannot use, exit codes, closing what it used, signals, --shutdown-timeout.
+ */
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { QueryTypes } from 'sequelize';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, inject, it } from 'vitest';
+import { createOutbox, type Outbox, silentLogger } from '../../src/index.js';
+import { postgresTestSchema, postgresUrl, withSearchPath } from '../../testing/databases.js';
+import { describeEachDialect } from '../support/dialects.js';
+import config from './fixtures/ping.config.js';
+import {
+  APP_CONFIG,
+  type CliDatabase,
+  COMPILED_CLI,
+  openCliDatabase,
+  PING_CONFIG,
+  receivedNumbers,
+  runCli,
+  startCli,
+  waitFor,
+} from './support/cli.js';
+
+let dir: string;
+beforeAll(() => {
+  dir = mkdtempSync(join(tmpdir(), 'outbox-cli-life-'));
+});
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+describe('outbox relay and a database it cannot use', () => {
+  it('exits 1 at once for an unreachable server', async () => {
+    const result = await runCli(
+      ['relay', '--once', '-c', PING_CONFIG, '--url', 'postgres://postgres@127.0.0.1:1/test'],
+      { timeoutMs: 10_000 },
+    );
+    expect(result.code).toBe(1);
+    expect(result.stderr).toContain(
+      'could not reach the database postgres://postgres@127.0.0.1:1/test',
+    );
+  });
+
+  it('gives up after --connect-timeout on a server that never answers', async () => {
+    const started = Date.now();
+    const result = await runCli(
+      [
+        'relay',
+        '--once',
+        '-c',
+        PING_CONFIG,
+        '--url',
+        'postgres://postgres@10.255.255.1:5432/test',
+        '--connect-timeout',
+        '300',
+      ],
+      { timeoutMs: 10_000 },
+    );
+    expect(result.code).toBe(1);
+    expect(result.stderr).toContain(
+      'could not reach the database postgres://postgres@10.255.255.1',
+    );
+    expect(Date.now() - started).toBeLessThan(8_000);
+  });
+
+  it('refuses a SQLite file that is not there, and does not create it', async () => {
+    const file = join(dir, 'nowhere.sqlite');
+    const result = await runCli(['relay', '--once', '-c', PING_CONFIG, '--url', `sqlite:${file}`]);
+    expect(result.code).toBe(1);
+    expect(result.stderr).toContain('npx outbox migrate');
+    expect(existsSync(file)).toBe(false);
+  });
+});
+
+describeEachDialect('outbox relay lifecycle', (dialect) => {
+  let db: CliDatabase;
+  let received: string;
+  let outbox: Outbox<typeof config>;
+  beforeEach(async (ctx) => {
+    db = await openCliDatabase(dialect.name);
+    received = join(dir, `${ctx.task.id}.txt`);
+    outbox = createOutbox(config, { ...db.outboxOptions, logger: silentLogger, wakeup: null });
+  });
+  afterEach(async () => {
+    await outbox.close();
+    await db.cleanup();
+  });
+  const fire = (count: number) =>
+    outbox.fireMany(
+      Array.from({ length: count }, (_, n) => ({ name: 'test.Ping' as const, payload: { n } })),
+    );
+
+  it('on an unmigrated database, says to run `npx outbox migrate` and exits 1', async () => {
+    const result = await runCli(['relay', '--once', '-c', PING_CONFIG, ...db.args]);
+    expect(result.code).toBe(1);
+    // PostgreSQL: the schema has no outbox tables; SQLite: the file is not even there.
+    expect(result.stderr).toMatch(
+      /the outbox tables are missing\. Run `npx outbox migrate`|there is no SQLite database at .*npx outbox migrate/,
+    );
+  });
+
+  it('--once exits 2 when deliveries failed, and 0 when all were delivered', async () => {
+    await outbox.migrate();
+    await fire(3);
+    const failing = await runCli(['relay', '--once', '-c', PING_CONFIG, ...db.args], {
+      env: { OUTBOX_TEST_RECEIVED: received, OUTBOX_TEST_FAIL: '1' },
+    });
+    expect(failing.stderr).toContain('succeeded 0, failed 3');
+    expect(failing.code).toBe(2);
+    await fire(2);
+    const ok = await runCli(['relay', '--once', '-c', PING_CONFIG, ...db.args], {
+      env: { OUTBOX_TEST_RECEIVED: received },
+    });
+    expect(ok.stderr).toMatch(/succeeded [2-5], failed 0, dead 0/);
+    expect(ok.code).toBe(0);
+  });
+
+  it('stops with exit 1 on a database error that is not transient, instead of retrying it', async () => {
+    await outbox.migrate();
+    const relay = startCli(['relay', '-c', PING_CONFIG, '--poll-interval', '50', ...db.args]);
+    await waitFor(() => relay.output().stderr.includes('relay running'), 'the relay to start');
+    const { sequelize, schema } = db.outboxOptions;
+    await sequelize.query(`DROP TABLE ${schema ? `"${schema}".` : ''}outbox_deliveries`);
+    const result = await relay.done;
+    expect(result.stderr).toContain('a database error that is not transient');
+    expect(result.code).toBe(1);
+  });
+
+  it('--shutdown-timeout abandons the deliveries still in flight, names them and exits 3', async () => {
+    await outbox.migrate();
+    await fire(1);
+    const relay = startCli(['relay', '-c', PING_CONFIG, '--shutdown-timeout', '200', ...db.args], {
+      env: { OUTBOX_TEST_RECEIVED: received, OUTBOX_TEST_DELAY_MS: '20000' },
+    });
+    await waitFor(() => relay.output().stderr.includes('relay running'), 'the relay to start');
+    const { sequelize, schema } = db.outboxOptions;
+    const claimed = async () =>
+      (
+        await sequelize.query<{ n: number }>(
+          `SELECT count(*) AS n FROM ${schema ? `"${schema}".` : ''}outbox_deliveries WHERE status = 'claimed'`,
+          { type: QueryTypes.SELECT },
+        )
+      )[0].n;
+    for (let i = 0; i < 200 && Number(await claimed()) === 0; i++)
+      await new Promise((r) => setTimeout(r, 25));
+    relay.child.kill('SIGTERM');
+    const result = await relay.done;
+    expect(result.stderr).toMatch(
+      /shutdown timeout: abandoning 1 deliveries in flight \(#\d+ test\.record\)/,
+    );
+    expect(result.code).toBe(3);
+  });
+
+  it('--log-format json writes one JSON object a line', async () => {
+    await outbox.migrate();
+    await fire(1);
+    const result = await runCli(
+      ['relay', '--once', '--log-format', 'json', '-c', PING_CONFIG, ...db.args],
+      { env: { OUTBOX_TEST_RECEIVED: received } },
+    );
+    expect(result.code).toBe(0);
+    const lines = result.stderr
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l));
+    expect(lines.map((l) => l.msg)).toEqual([
+      expect.stringContaining('relay running on'),
+      expect.stringContaining('relay stopped — succeeded 1'),
+    ]);
+    expect(lines[1]).toMatchObject({ level: 'info', report: { succeeded: 1 } });
+  });
+});
+
+describe.skipIf(!inject('pgAvailable'))(
+  'outbox with the PostgreSQL sequelize a config exports',
+  () => {
+    let schema: Awaited<ReturnType<typeof postgresTestSchema>>;
+    let env: Record<string, string>;
+    beforeEach(async (ctx) => {
+      schema = await postgresTestSchema();
+      env = {
+        OUTBOX_TEST_APP_DB: withSearchPath(postgresUrl(), schema.outboxOptions.schema!),
+        OUTBOX_TEST_RECEIVED: join(dir, `${ctx.task.id}.txt`),
+      };
+    });
+    afterEach(() => schema.cleanup());
+
+    it('migrate and relay --once close its pool and exit at once', async () => {
+      for (const args of [['migrate'], ['relay', '--once']]) {
+        const started = Date.now();
+        const result = await runCli([...args, '-c', APP_CONFIG], { env });
+        expect(result.code, result.stderr).toBe(0);
+        // Sequelize's idle pool would hold the process ~10 s.
+        expect(Date.now() - started).toBeLessThan(6_000);
+      }
+    });
+
+    it('a SIGTERMed relay exits right after `relay stopped`', async () => {
+      expect((await runCli(['migrate', '-c', APP_CONFIG], { env })).code).toBe(0);
+      const relay = startCli(['relay', '-c', APP_CONFIG], { env });
+      await waitFor(() => relay.output().stderr.includes('relay running'), 'the relay to start');
+      relay.child.kill('SIGTERM');
+      await waitFor(() => relay.output().stderr.includes('relay stopped'), 'relay stopped');
+      const stoppedAt = Date.now();
+      const result = await relay.done;
+      expect(result.code).toBe(0);
+      expect(Date.now() - stoppedAt).toBeLessThan(1_500);
+    });
+  },
+);
+
+describe('node bin/outbox.js relay, as production runs it', () => {
+  it('drains on SIGTERM and exits 0', async () => {
+    expect(existsSync(COMPILED_CLI), `${COMPILED_CLI} is missing: run npm run build`).toBe(true);
+    const db = await openCliDatabase('sqlite');
+    const received = join(dir, 'bin.txt');
+    try {
+      const outbox = createOutbox(config, {
+        ...db.outboxOptions,
+        logger: silentLogger,
+        wakeup: null,
+      });
+      await outbox.migrate();
+      await outbox.fireMany(
+        Array.from({ length: 20 }, (_, n) => ({ name: 'test.Ping' as const, payload: { n } })),
+      );
+      const relay = startCli(['relay', '-c', PING_CONFIG, '--concurrency', '1', ...db.args], {
+        bin: true,
+        env: { OUTBOX_TEST_RECEIVED: received, OUTBOX_TEST_DELAY_MS: '50' },
+      });
+      await waitFor(() => receivedNumbers(received).length >= 2, 'two deliveries');
+      relay.child.kill('SIGTERM');
+      const result = await relay.done;
+      expect(result.stderr).toContain('outbox: stopping (SIGTERM)');
+      expect(result.stderr).toContain('relay stopped');
+      expect(result.code).toBe(0);
+      const counts = await outbox.countDeliveries();
+      expect(counts.claimed).toBe(0);
+      expect(counts.succeeded).toBe(receivedNumbers(received).length);
+      await outbox.close();
+    } finally {
+      await db.cleanup();
+    }
+  });
+});
