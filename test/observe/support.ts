@@ -33,19 +33,5 @@ export function refused(): Error {
   return errorWithStack(Object.assign(error, { parent, original: parent }));
 }
 
-/** A logger that keeps what it was told. */
-export function captureLogger() {
-  const entries: { level: string; message: string; fields?: Record<string, unknown> }[] = [];
-  const at = (level: string) => (message: string, fields?: Record<string, unknown>) => {
-    entries.push({ level, message, fields });
-  };
-  return {
-    entries,
-    debug: at('debug'),
-    info: at('info'),
-    warn: at('warn'),
-    error: at('error'),
-    messages: (level?: string) =>
-      entries.filter((e) => !level || e.level === level).map((e) => e.message),
-  };
-}
+/** A logger that keeps what it was told (the relay tests' own). */
+export { captureLogger } from '../relay/support.js';
