@@ -150,20 +150,7 @@ describePostgres('relay: surviving the database', (dialect) => {
   });
 
   it('outcomes the database refused while it was away are recorded once it is back', async () => {
-    const sent = gate();
-    const proceed = gate();
-    const config = defineOutbox({
-      events: { 'shop.Order': Order },
-      receivers: {
-        // A transport: it sends outside the database, so the send itself survives the cut.
-        'shop.bus': receiver(Order, {
-          deliver: async () => {
-            sent.open();
-            await proceed.promise;
-          },
-        }),
-      },
-    });
+    const { sent, proceed, config } = heldTransport();
     const tablePrefix = freshPrefix();
     const app = await openOutbox(db, config, { tablePrefix });
     const {
@@ -196,6 +183,27 @@ describePostgres('relay: surviving the database', (dialect) => {
     expect((await rowsOf(app, 'shop.bus'))[0]).toMatchObject({ status: 'succeeded', attempts: 1 });
   });
 
+  /**
+   * A transport that signals `sent` when it starts and finishes when `proceed` opens: it
+   * sends outside the database, so the send itself survives a cut.
+   */
+  function heldTransport() {
+    const sent = gate();
+    const proceed = gate();
+    const config = defineOutbox({
+      events: { 'shop.Order': Order },
+      receivers: {
+        'shop.bus': receiver(Order, {
+          deliver: async () => {
+            sent.open();
+            await proceed.promise;
+          },
+        }),
+      },
+    });
+    return { sent, proceed, config };
+  }
+
   /** A Sequelize through a proxy the test can cut, and the outbox of a relay on it. */
   async function relayBehindProxy(config: ReturnType<typeof defineOutbox>, tablePrefix: string) {
     const proxy = await cuttableProxy(new URL(postgresUrl()));
@@ -224,19 +232,7 @@ describePostgres('relay: surviving the database', (dialect) => {
   }
 
   it('an outage longer than five record tries does not leave the batch claimed: the record is retried while the lease holds', async () => {
-    const sent = gate();
-    const proceed = gate();
-    const config = defineOutbox({
-      events: { 'shop.Order': Order },
-      receivers: {
-        'shop.bus': receiver(Order, {
-          deliver: async () => {
-            sent.open();
-            await proceed.promise;
-          },
-        }),
-      },
-    });
+    const { sent, proceed, config } = heldTransport();
     const tablePrefix = freshPrefix();
     const app = await openOutbox(db, config, { tablePrefix });
     const relay = await relayBehindProxy(config, tablePrefix);
