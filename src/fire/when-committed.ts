@@ -82,6 +82,15 @@ function watchCommits(root: Transaction): void {
   queryInterface[WATCHED] = true;
 }
 
+/**
+ * Mark an outermost transaction committed, for a COMMIT sent without Sequelize's
+ * `commitTransaction` (the relay's one-round-trip handler transaction on PostgreSQL).
+ * Call it only once that COMMIT succeeded, before the transaction's afterCommit hooks run.
+ */
+export function markCommitted(transaction: Transaction): void {
+  if (!parentOf(transaction)) (transaction as Marked)[COMMITTED] = true;
+}
+
 /** The afterCommit hook: nothing unless the COMMIT really succeeded. */
 async function runCommitted(root: Marked, work: CommitWork[]): Promise<void> {
   if (!root[COMMITTED]) return; // the COMMIT failed: nothing was committed, nothing runs

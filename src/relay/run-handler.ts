@@ -1,4 +1,3 @@
-import { Transaction } from 'sequelize';
 import type { Runtime } from '../runtime.js';
 import type { ClaimToken } from '../storage/store.js';
 import { Attempt, AttemptContext, failureOutcome, handBackOutcome } from './attempt.js';
@@ -6,9 +5,6 @@ import type { AttemptResult } from './attempt-result.js';
 import type { LeaseKeeper } from './lease-keeper.js';
 import type { HandlerTask } from './plan-batch.js';
 import { isTransientDatabaseError } from './transient.js';
-
-/** Thrown inside the handler's transaction to roll it back when the acknowledgement lost. */
-class LostClaim extends Error {}
 
 /**
  * Run one handler attempt: the receiver's work and the row's acknowledgement in ONE
@@ -35,9 +31,7 @@ export async function runHandler(
   let receiverRan = false;
   let receiverDone = false;
   try {
-    const type = rt.store.capabilities.handlerTransaction.type;
-    await rt.sequelize.transaction(
-      type ? { type: Transaction.TYPES[type] } : {},
+    const verdict = await rt.store.handleAndAcknowledge(
       async (transaction) => {
         receiverRan = true;
         await attempt.run(
@@ -46,18 +40,26 @@ export async function runHandler(
           ),
         );
         receiverDone = true;
-        if (!(await rt.store.acknowledge(row.id, token, rt.clock(), transaction)))
-          throw new LostClaim();
+      },
+      {
+        id: row.id,
+        token,
+        at: rt.clock,
+        afterCommitFailed: (error) =>
+          rt.logger.warn(
+            `an afterCommit hook of delivery ${row.id} (${receiver.key}) threw; the delivery is recorded done`,
+            { error },
+          ),
       },
     );
-    return { kind: 'acknowledged', row, at: rt.clock() };
-  } catch (error) {
-    if (error instanceof LostClaim) {
+    if (verdict === 'lost') {
       rt.logger.warn(
         `delivery ${row.id} (${receiver.key}) lost its claim to another worker; its work was rolled back`,
       );
       return { kind: 'lost', row };
     }
+    return { kind: 'acknowledged', row, at: rt.clock() };
+  } catch (error) {
     if (attempt.gaveUpOnStop(error) || isDatabaseFault(error, receiverRan, receiverDone)) {
       return { kind: 'handBack', row, outcome: handBackOutcome(row, rt.clock()), error };
     }

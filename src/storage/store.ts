@@ -159,7 +159,11 @@ export interface DeliveryQueue {
    * no later than `now`. Only rows still held under `token` change.
    */
   release(ids: readonly string[], token: ClaimToken, now: Date): Promise<number>;
-  /** Record many outcomes in one statement; only rows still held under `token` change. */
+  /**
+   * Record many outcomes in one statement; only rows still held under `token` change. The
+   * successes among them are stamped with one completion time, the latest of theirs
+   * (sql/batch-completion.ts).
+   */
   recordOutcomes(outcomes: readonly Outcome[], token: ClaimToken): Promise<number>;
   /** Mark one row succeeded inside `transaction` (a handler's); false if the claim was lost. */
   acknowledge(
@@ -168,6 +172,29 @@ export interface DeliveryQueue {
     completedAt: Date,
     transaction: Transaction,
   ): Promise<boolean>;
+  /**
+   * Run a handler's `work` in a transaction of its own and acknowledge the row in it, so
+   * the work and the acknowledgement commit together or not at all.
+   *
+   * Resolves `'acknowledged'` once the COMMIT succeeded (the transaction's `afterCommit`
+   * hooks have run), `'lost'` when the compare-and-set found the claim gone (the work was
+   * rolled back). Rejects with the work's error (rolled back), or the database's (the
+   * transaction could not begin, or the COMMIT failed or went unanswered).
+   */
+  handleAndAcknowledge(
+    work: (transaction: Transaction) => Promise<void>,
+    ack: AcknowledgeRequest,
+  ): Promise<'acknowledged' | 'lost'>;
+}
+
+/** Which row a handler's transaction acknowledges, and when. */
+export interface AcknowledgeRequest {
+  readonly id: string;
+  readonly token: ClaimToken;
+  /** The completion time, read once the work is done. */
+  readonly at: () => Date;
+  /** Told of a transaction `afterCommit` hook that threw after the COMMIT (which stands). */
+  readonly afterCommitFailed?: (error: unknown) => void;
 }
 
 /** Maintenance: counts and reads now; prune, replay, cancel, requeue and health later. */

@@ -50,6 +50,20 @@ describe.skipIf(!inject('pgAvailable'))('the claim plan on a large table [postgr
     const text = plan.map((r) => r['QUERY PLAN']).join('\n');
     expect(text).toContain('outbox_deliveries_owed');
     expect(text).not.toMatch(/Seq Scan on outbox_deliveries/);
+    // The store runs it prepared: after five runs PostgreSQL may switch to a generic plan,
+    // planned without the parameters' values. That plan must hold too.
+    const generic = await db.sequelize.transaction(async (transaction) => {
+      await db.sequelize.query('SET LOCAL plan_cache_mode = force_generic_plan', { transaction });
+      await db.sequelize.query(`PREPARE outboxkit_claim_plan AS ${claim}`, { transaction });
+      const rows = await db.sequelize.query<{ 'QUERY PLAN': string }>(
+        `EXPLAIN EXECUTE outboxkit_claim_plan('w', now(), now() + interval '1 minute', now() + interval '1 second', false, 500, '{}', NULL)`,
+        { type: QueryTypes.SELECT, transaction },
+      );
+      await db.sequelize.query('DEALLOCATE outboxkit_claim_plan', { transaction });
+      return rows.map((r) => r['QUERY PLAN']).join('\n');
+    });
+    expect(generic).toContain('outbox_deliveries_owed');
+    expect(generic).not.toMatch(/Seq Scan on outbox_deliveries/);
     // And a real claim through the store takes 500 rows, oldest first.
     const { runtimeOf } = await import('../../src/runtime.js');
     const rows = await runtimeOf(outbox).store.claim({

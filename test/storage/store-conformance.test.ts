@@ -4,7 +4,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { createOutbox, defineOutbox, event, receiver, silentLogger } from '../../src/index.js';
 import { runtimeOf } from '../../src/runtime.js';
-import type { ClaimToken, EventRowInput, OutboxStore } from '../../src/storage/store.js';
+import type { ClaimToken, EventRowInput, OutboxStore, Outcome } from '../../src/storage/store.js';
 import type { TestDatabase } from '../../testing/databases.js';
 import { describeEachDialect } from '../support/dialects.js';
 
@@ -270,6 +270,78 @@ describeEachDialect('OutboxStore conformance', (dialect) => {
       const [row] = (await store.readDeliveries({})).filter((r) => r.id === rows[0].id);
       expect(row).toMatchObject({ status: 'succeeded', attempts: 1, claimedBy: 'fresh' });
       expect(row.succeededAt?.toISOString()).toBe(at(7).toISOString());
+    });
+
+    it('records a batch that all succeeded, one that all failed, and a mixed one, each a compare-and-set', async () => {
+      const ok = (id: string, s: number): Outcome => ({
+        id,
+        status: 'succeeded',
+        attempts: 1,
+        availableAt: null,
+        lastError: null,
+        completedAt: at(s),
+      });
+      const failed = (id: string): Outcome => ({
+        id,
+        status: 'failed',
+        attempts: 1,
+        availableAt: at(30),
+        lastError: 'try later',
+        completedAt: at(3),
+      });
+      const batch = async () => {
+        for (let n = 0; n < 2; n++) await outbox.fire('a.Happened', { n });
+        const t = token('w');
+        const rows = await store.claim({ token: t, now: at(1), leaseUntil: at(61), limit: 4 });
+        return { t, ids: rows.map((r) => r.id) };
+      };
+      const statusOf = async (ids: string[]) => {
+        const all = await store.readDeliveries({});
+        return ids.map((id) => {
+          const r = all.find((x) => x.id === id)!;
+          return [r.status, r.attempts, r.lastError, r.succeededAt?.toISOString() ?? null];
+        });
+      };
+
+      // All succeeded: one completion time for the batch, its last.
+      const a = await batch();
+      expect(await store.recordOutcomes([ok(a.ids[0], 2), ok(a.ids[1], 4)], a.t)).toBe(2);
+      expect(await store.recordOutcomes([ok(a.ids[2], 2)], token('stale'))).toBe(0);
+      expect(await store.recordOutcomes([ok(a.ids[2], 2), ok(a.ids[3], 3)], a.t)).toBe(2);
+      expect(await statusOf(a.ids)).toEqual([
+        ['succeeded', 1, null, at(4).toISOString()],
+        ['succeeded', 1, null, at(4).toISOString()],
+        ['succeeded', 1, null, at(3).toISOString()],
+        ['succeeded', 1, null, at(3).toISOString()],
+      ]);
+
+      // None succeeded.
+      const b = await batch();
+      expect(await store.recordOutcomes(b.ids.map(failed), b.t)).toBe(4);
+      expect((await statusOf(b.ids)).map((r) => r[0])).toEqual([
+        'failed',
+        'failed',
+        'failed',
+        'failed',
+      ]);
+
+      // Mixed: both kinds in one record; a stale worker changes neither kind.
+      const c = await batch();
+      const mixed = [ok(c.ids[0], 5), failed(c.ids[1]), ok(c.ids[2], 6), failed(c.ids[3])];
+      expect(await store.recordOutcomes(mixed, token('stale'))).toBe(0);
+      expect((await statusOf(c.ids)).map((r) => r[0])).toEqual([
+        'claimed',
+        'claimed',
+        'claimed',
+        'claimed',
+      ]);
+      expect(await store.recordOutcomes(mixed, c.t)).toBe(4);
+      expect(await statusOf(c.ids)).toEqual([
+        ['succeeded', 1, null, at(6).toISOString()],
+        ['failed', 1, 'try later', null],
+        ['succeeded', 1, null, at(6).toISOString()],
+        ['failed', 1, 'try later', null],
+      ]);
     });
 
     it('acknowledge inside a transaction succeeds once, and never for a lost claim', async () => {

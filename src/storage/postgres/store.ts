@@ -1,10 +1,13 @@
 import { createHash } from 'node:crypto';
 import type { Sequelize, Transaction } from 'sequelize';
-import { toStoredEvent } from '../rows.js';
+import { type Row, toStoredEvent } from '../rows.js';
+import { lastCompletion } from '../sql/batch-completion.js';
 import { EVENT_INSERT_COLUMNS, OUTCOME_COLUMNS } from '../sql/columns.js';
 import { migrate } from '../sql/migrate.js';
 import { SqlStore } from '../sql/sql-store.js';
+import { acknowledgeSql } from '../sql/statements.js';
 import type {
+  AcknowledgeRequest,
   ClaimedDelivery,
   ClaimOptions,
   ClaimToken,
@@ -15,7 +18,14 @@ import type {
 import type { TableNames } from '../tables.js';
 import { POSTGRES_CAPABILITIES } from './capabilities.js';
 import { postgresDialect } from './dialect.js';
+import {
+  canRunLean,
+  failingWhenLost,
+  type LeanAcknowledgement,
+  runLeanTransaction,
+} from './handler-transaction.js';
 import { postgresMigrationProfile } from './migration.js';
+import { type PgClient, type PgResult, runPooled } from './pg-client.js';
 import { postgresRunner } from './runner.js';
 import {
   KEYED_DELIVERY_COLUMNS,
@@ -35,8 +45,12 @@ export class PostgresStore extends SqlStore {
   readonly #sql: PostgresStatements;
   /** The name fire()'s statement is prepared under: a hash of its text, so it never clashes. */
   readonly #insertName: string;
-  /** The name the acknowledgement is prepared under. */
+  /** The names the relay's other hot statements are prepared under. */
   readonly #ackName: string;
+  readonly #claimName: string;
+  readonly #recordName: string;
+  readonly #recordSucceededName: string;
+  readonly #recordMixedName: string;
 
   constructor(
     sequelize: Sequelize,
@@ -50,6 +64,22 @@ export class PostgresStore extends SqlStore {
     this.#sql = postgresStatements(t, notifyChannel);
     this.#insertName = preparedName('insert', this.#sql.insertEvents);
     this.#ackName = preparedName('ack', this.#sql.acknowledge);
+    this.#claimName = preparedName('claim', this.#sql.claim);
+    this.#recordName = preparedName('record', this.#sql.record);
+    this.#recordSucceededName = preparedName('record_ok', this.#sql.recordSucceeded);
+    this.#recordMixedName = preparedName('record_mixed', this.#sql.recordMixed);
+  }
+
+  /**
+   * Run one of the relay's statements on a pool connection of its own, prepared under
+   * `name` (unnamed with `preparedStatements: false`), see pg-client.ts.
+   */
+  #pooled(name: string, text: string, values: unknown[]): Promise<PgResult> {
+    return runPooled(this.sequelize, {
+      ...(this.preparedStatements ? { name } : {}),
+      text,
+      values,
+    });
   }
 
   /**
@@ -130,17 +160,88 @@ export class PostgresStore extends SqlStore {
     return this.withRepeats(events, new Map(rows.map((r) => [r.uuid, r.sequence])), transaction);
   }
 
+  /**
+   * Prepared: its plan must hold on a large table once PostgreSQL switches the prepared
+   * statement to a generic plan after five runs (test/storage/claim-plan.test.ts pins it).
+   */
   async claim(o: ClaimOptions): Promise<ClaimedDelivery[]> {
-    const rows = await this.runner.select(this.#sql.claim, this.claimBind(o));
-    return rows.map((r) => this.toClaimed(r, toStoredEvent(r)));
+    const { rows } = await this.#pooled(this.#claimName, this.#sql.claim, this.claimBind(o));
+    return (rows as Row[]).map((r) => this.toClaimed(r, toStoredEvent(r)));
   }
 
-  recordOutcomes(outcomes: readonly Outcome[], token: ClaimToken): Promise<number> {
-    if (outcomes.length === 0) return Promise.resolve(0);
-    return this.runner.exec(this.#sql.record, [
-      ...this.d.bindRows(outcomes, OUTCOME_COLUMNS),
+  /**
+   * One prepared statement for the batch, in the cheapest form its outcomes allow: every
+   * row succeeded (the common case) — their ids and one completion time, the batch's last
+   * (`recordSucceeded`, see sql/batch-completion.ts); none did — the full per-row form (`record`); both — the two in
+   * one statement (`recordMixed`).
+   */
+  async recordOutcomes(outcomes: readonly Outcome[], token: ClaimToken): Promise<number> {
+    if (outcomes.length === 0) return 0;
+    const succeeded = outcomes.filter((o) => o.status === 'succeeded');
+    const okIds = succeeded.map((o) => o.id);
+    const okAt = lastCompletion(outcomes);
+    if (succeeded.length === outcomes.length) {
+      const { rowCount } = await this.#pooled(
+        this.#recordSucceededName,
+        this.#sql.recordSucceeded,
+        [...this.tokenBind(token), okIds, okAt],
+      );
+      return rowCount ?? 0;
+    }
+    const rest = this.d.bindRows(
+      succeeded.length === 0 ? outcomes : outcomes.filter((o) => o.status !== 'succeeded'),
+      OUTCOME_COLUMNS,
+    );
+    if (succeeded.length === 0) {
+      const { rowCount } = await this.#pooled(this.#recordName, this.#sql.record, [
+        ...rest,
+        ...this.tokenBind(token),
+      ]);
+      return rowCount ?? 0;
+    }
+    const { rows } = await this.#pooled(this.#recordMixedName, this.#sql.recordMixed, [
+      ...rest,
       ...this.tokenBind(token),
+      okIds,
+      okAt,
     ]);
+    return Number((rows[0] as { n: unknown }).n);
+  }
+
+  /**
+   * The lean one-round-trip transaction of handler-transaction.ts where it can keep every
+   * promise of Sequelize's (no CLS namespace, no instance isolation level), else
+   * Sequelize's own.
+   */
+  override handleAndAcknowledge(
+    work: (transaction: Transaction) => Promise<void>,
+    ack: AcknowledgeRequest,
+  ): Promise<'acknowledged' | 'lost'> {
+    if (!canRunLean(this.sequelize)) return super.handleAndAcknowledge(work, ack);
+    const t = this.t;
+    const id = ack.id;
+    if (!/^[0-9]+$/.test(id)) throw new Error(`outboxkit: a delivery id must be digits (${id})`);
+    const lean: LeanAcknowledgement = {
+      at: ack.at,
+      afterCommitFailed: ack.afterCommitFailed,
+      prepared: (at) => ({
+        ...(this.preparedStatements ? { name: this.#ackName } : {}),
+        text: this.#sql.acknowledge,
+        values: [...this.tokenBind(ack.token), id, at],
+      }),
+      literal: (client: PgClient, at: Date) => {
+        const time = (d: Date) => `${client.escapeLiteral(d.toISOString())}::timestamptz`;
+        return failingWhenLost(
+          acknowledgeSql(t, {
+            worker: client.escapeLiteral(ack.token.workerId),
+            claimedAt: time(ack.token.claimedAt),
+            ids: `id = ${id}`,
+            at: time(at),
+          }),
+        );
+      },
+    };
+    return runLeanTransaction(this.sequelize, work, lean);
   }
 
   /** Prepared on the handler's connection: one acknowledgement per handler is the hot path. */

@@ -4,10 +4,11 @@
  * maintenance. A dialect's store extends this and writes only what really differs: its
  * insert, its claim, its record, its migrate specifics and its single-writer lock, if any.
  */
-import type { Sequelize, Transaction } from 'sequelize';
+import { type Sequelize, Transaction } from 'sequelize';
 import type { DeliveryStatus } from '../../declare/types.js';
 import { countsFrom, type Row, toDateOrNull, toDeliveryRow, toStoredEvent } from '../rows.js';
 import type {
+  AcknowledgeRequest,
   ClaimedDelivery,
   ClaimOptions,
   ClaimToken,
@@ -130,6 +131,31 @@ export abstract class SqlStore implements OutboxStore {
     return n === 1;
   }
 
+  /**
+   * Sequelize's own transaction, opened with the dialect's `handlerTransaction` options:
+   * BEGIN, the work, the acknowledgement, COMMIT, each its own round trip.
+   */
+  async handleAndAcknowledge(
+    work: (transaction: Transaction) => Promise<void>,
+    ack: AcknowledgeRequest,
+  ): Promise<'acknowledged' | 'lost'> {
+    const type = this.capabilities.handlerTransaction.type;
+    try {
+      await this.sequelize.transaction(
+        type ? { type: Transaction.TYPES[type] } : {},
+        async (transaction) => {
+          await work(transaction);
+          if (!(await this.acknowledge(ack.id, ack.token, ack.at(), transaction)))
+            throw new LostClaim();
+        },
+      );
+      return 'acknowledged';
+    } catch (error) {
+      if (error instanceof LostClaim) return 'lost';
+      throw error;
+    }
+  }
+
   async countDeliveries(): Promise<Record<DeliveryStatus, number>> {
     return countsFrom(await this.runner.select(this.shared.countDeliveries, []));
   }
@@ -154,3 +180,6 @@ export abstract class SqlStore implements OutboxStore {
     };
   }
 }
+
+/** Thrown inside a handler's transaction to roll it back when the acknowledgement lost. */
+class LostClaim extends Error {}

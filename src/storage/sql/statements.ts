@@ -67,10 +67,7 @@ export function sharedStatements(t: TableNames, d: SqlDialect): SharedStatements
      * claimed_at): a worker that lost the row changes nothing and rolls its work back.
      * $3 the row, $4 the completion time. Changes one row when it acknowledged.
      */
-    acknowledge: `
-      UPDATE ${t.deliveries}
-      SET status = 'succeeded', attempts = attempts + 1, completed_at = $4, succeeded_at = $4, lease_until = NULL
-      WHERE id = $3 AND ${heldBy(undefined, '$1', '$2')}`,
+    acknowledge: acknowledgeSql(t, { worker: '$1', claimedAt: '$2', ids: 'id = $3', at: '$4' }),
     /** Deliveries by status: (status, n). A full scan; maintenance only. */
     countDeliveries: `SELECT status, count(*) AS n FROM ${t.deliveries} GROUP BY status`,
     /** Delivery rows, of the event $1 (NULL: all), by event and id. Reads deliveries_event. */
@@ -79,4 +76,28 @@ export function sharedStatements(t: TableNames, d: SqlDialect): SharedStatements
       WHERE (${d.param(1, 'bigint')} IS NULL OR event_id = ${d.param(1, 'bigint')})
       ORDER BY event_id, id`,
   };
+}
+
+/** The parameter (or literal) texts of an acknowledgement, see {@link acknowledgeSql}. */
+export interface AcknowledgeTexts {
+  readonly worker: string;
+  readonly claimedAt: string;
+  /** The condition that picks the rows: `id = $3`, `id = ANY($3::bigint[])`. */
+  readonly ids: string;
+  readonly at: string;
+}
+
+/**
+ * Mark rows succeeded under a compare-and-set on their claim: one attempt more (the claim
+ * never changes `attempts`, and the compare-and-set proves nobody else touched the row
+ * since, so `attempts + 1` is the attempt that just went), completed and succeeded at
+ * `at`, the lease cleared; `available_at`, `due_at` and `last_error` kept, as
+ * `recordSet` keeps them for a success. Written once for the handler's acknowledgement
+ * (one row, in its transaction) and the record of a batch that all succeeded (many rows).
+ */
+export function acknowledgeSql(t: TableNames, x: AcknowledgeTexts): string {
+  return `
+      UPDATE ${t.deliveries}
+      SET status = 'succeeded', attempts = attempts + 1, completed_at = ${x.at}, succeeded_at = ${x.at}, lease_until = NULL
+      WHERE ${x.ids} AND ${heldBy(undefined, x.worker, x.claimedAt)}`;
 }

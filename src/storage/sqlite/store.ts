@@ -1,5 +1,6 @@
 import { type Sequelize, Transaction } from 'sequelize';
 import { toStoredEvent } from '../rows.js';
+import { withBatchCompletion } from '../sql/batch-completion.js';
 import { EVENT_INSERT_COLUMNS, OUTCOME_COLUMNS } from '../sql/columns.js';
 import { migrate } from '../sql/migrate.js';
 import { SqlStore } from '../sql/sql-store.js';
@@ -114,7 +115,7 @@ export class SqliteStore extends SqlStore {
   recordOutcomes(outcomes: readonly Outcome[], token: ClaimToken): Promise<number> {
     if (outcomes.length === 0) return Promise.resolve(0);
     return this.runner.exec(this.#sql.record, [
-      ...this.d.bindRows(outcomes, OUTCOME_COLUMNS),
+      ...this.d.bindRows(withBatchCompletion(outcomes), OUTCOME_COLUMNS),
       ...this.tokenBind(token),
     ]);
   }
