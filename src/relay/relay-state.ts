@@ -1,8 +1,8 @@
 /**
  * The relay loop's waiting, in one small object: whether a wakeup arrived since the last
  * claim, the idle wait (ended early by a wakeup or a stop), and the batches in hand (up to
- * `maxInFlight`, so a wakeup during a batch starts the next claim at once instead of
- * queueing behind it).
+ * `maxInFlight`, so a wakeup during a batch, or a full claim, starts the next claim at
+ * once instead of queueing behind it).
  */
 export class RelayState {
   /** A wakeup arrived since the last claim. */
@@ -57,13 +57,14 @@ export class RelayState {
   }
 
   /**
-   * After a claim: wait for a free batch slot when all are taken; else wait until a batch
-   * in hand finishes or a wakeup says something new was written (claim again at once if
-   * one came already).
+   * After a claim: wait for a free batch slot when all are taken; else, unless the claim
+   * came back full (a backlog: more is owed, so claim the next batch while this one is
+   * delivered, and the database works while the relay does) or a wakeup already came,
+   * wait until a batch in hand finishes or a wakeup says something new was written.
    */
-  async afterClaim(): Promise<void> {
+  async afterClaim(full: boolean): Promise<void> {
     if (this.#inFlight.size >= this.maxInFlight) await Promise.race(this.#inFlight);
-    else if (!this.woken) await this.#batchOrWake();
+    else if (!this.woken && !full) await this.#batchOrWake();
   }
 
   /** Nothing was claimed while batches are in hand: wait for one (or a wakeup). */

@@ -125,8 +125,10 @@ export async function runRelay(rt: Runtime, options: RunRelayOptions = {}): Prom
 
   // PostgreSQL: while a batch is delivered, a wakeup starts the next claim at once instead
   // of queueing behind it (a new event's latency is then not the rest of the batch in
-  // hand). The claim's ordering check holds back a key with an event in flight, so two
-  // batches never hold one key's events. A single-writer database: one batch at a time.
+  // hand), and so does a claim that came back full (a backlog: the next claim runs in the
+  // database while this batch runs here). The claim's ordering check holds back a key with
+  // an event in flight, so two batches never hold one key's events. A single-writer
+  // database: one batch at a time.
   const state = new RelayState({
     sleep,
     stop: stop.signal,
@@ -196,7 +198,7 @@ export async function runRelay(rt: Runtime, options: RunRelayOptions = {}): Prom
       }
       if (claim.rows.length > 0) {
         state.add(runBatch(claim));
-        await state.afterClaim();
+        await state.afterClaim(claim.rows.length >= batchSize);
       } else if (state.inFlight > 0) {
         // Not idle while a batch is in hand: wait for it (or a wakeup), then claim again.
         await state.whileBusy();

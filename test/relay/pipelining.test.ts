@@ -59,6 +59,49 @@ describe.skipIf(!inject('pgAvailable'))('relay: a wakeup during a batch [postgre
     expect((await outbox.countDeliveries()).succeeded).toBe(2);
     await outbox.close();
   });
+
+  it('a claim that comes back full starts the next claim at once, while its batch is delivered', async () => {
+    const log: string[] = [];
+    let releaseSlow!: () => void;
+    const slowMayFinish = new Promise<void>((resolve) => {
+      releaseSlow = resolve;
+    });
+    const Job = event({ schema: z.object({ label: z.string() }) });
+    const config = defineOutbox({
+      events: { 'jobs.Job': Job },
+      receivers: {
+        'jobs.run': receiver(Job, {
+          handle: async (e) => {
+            log.push(`start ${e.payload.label}`);
+            if (e.payload.label.startsWith('slow')) await slowMayFinish;
+            log.push(`end ${e.payload.label}`);
+          },
+        }),
+      },
+    });
+    const outbox = createOutbox(config, {
+      ...db.outboxOptions,
+      tablePrefix: 'full_',
+      wakeup: null,
+      logger: silentLogger,
+    });
+    await outbox.migrate();
+    for (const label of ['slow 1', 'slow 2', 'quick 3', 'quick 4'])
+      await outbox.fire('jobs.Job', { label });
+    const stop = new AbortController();
+    // No wakeup and a long poll: only the full first claim can start the second one.
+    const relay = outbox.runRelay({ signal: stop.signal, batchSize: 2, pollIntervalMs: 60_000 });
+    try {
+      await waitFor(() => log.includes('end quick 3') && log.includes('end quick 4'));
+      expect(log.filter((l) => l.startsWith('end'))).toEqual(['end quick 3', 'end quick 4']);
+    } finally {
+      releaseSlow();
+      stop.abort();
+      await relay;
+    }
+    expect((await outbox.countDeliveries()).succeeded).toBe(4);
+    await outbox.close();
+  });
 });
 
 async function waitFor(condition: () => boolean, ms = 5000): Promise<void> {
