@@ -26,7 +26,14 @@
  */
 import { type Sequelize, Transaction } from 'sequelize';
 import { markCommitted } from '../../fire/when-committed.js';
-import { connectionManager, isPgClient, logStatement, type PgClient } from './pg-client.js';
+import {
+  connectionManager,
+  isPgClient,
+  logStatement,
+  type PgClient,
+  type PgStatement,
+  runStatement,
+} from './pg-client.js';
 
 /** The text of the error the one-round-trip acknowledgement raises when the claim is lost. */
 export const LOST_CLAIM_MARK = 'outboxkit: the delivery is no longer claimed by this worker';
@@ -34,7 +41,7 @@ export const LOST_CLAIM_MARK = 'outboxkit: the delivery is no longer claimed by 
 /** How this transaction acknowledges its row, in both forms. */
 export interface LeanAcknowledgement {
   /** The prepared acknowledgement, committing on its own (the handler wrote nothing). */
-  prepared(at: Date): { name?: string; text: string; values: unknown[] };
+  prepared(at: Date): PgStatement;
   /**
    * The acknowledgement as one statement with literal values (quoted by the client),
    * raising {@link LOST_CLAIM_MARK} when it matched no row; sent with `COMMIT`.
@@ -141,8 +148,10 @@ export async function runLeanTransaction(
     // Nothing of the work is in this transaction: the acknowledgement commits on its own.
     let acknowledged: boolean;
     try {
-      const result = await begin.original(ack.prepared(at));
-      acknowledged = (result as { rowCount: number | null }).rowCount === 1;
+      begin.restore();
+      const statement = ack.prepared(at);
+      logStatement(sequelize, tx.id, statement.text);
+      acknowledged = (await runStatement(client, statement)).rowCount === 1;
     } catch (error) {
       await end('rollback', true);
       throw error;
@@ -217,9 +226,9 @@ function lazyBegin(client: PgClient, log: (text: string) => void) {
     /** Resolves when BEGIN succeeded; rejects with its error. */
     started: () => begun ?? Promise.resolve(),
     /** The prototype's query, which no BEGIN precedes. */
-    original: (statement: string | { text: string }): Promise<unknown> => {
-      log(typeof statement === 'string' ? statement : statement.text);
-      return Promise.resolve(original.call(client, statement));
+    original: (text: string): Promise<unknown> => {
+      log(text);
+      return Promise.resolve(original.call(client, text));
     },
     restore: () => {
       if (Object.getOwnPropertyDescriptor(client, 'query')?.value === wrapper)

@@ -25,6 +25,38 @@ export interface PgClient {
   uuid?: string;
 }
 
+/** A statement for {@link runStatement}: named to run prepared. */
+export interface PgStatement {
+  readonly name?: string;
+  readonly text: string;
+  readonly values: unknown[];
+}
+
+/** node-postgres' `Query`, built the way {@link runStatement} builds it. */
+type PgQueryClass = new (
+  text: string,
+  values: unknown[],
+  callback: (error: Error | null, result: PgResult) => void,
+) => { name?: string };
+
+/**
+ * Run a statement on a client. node-postgres copies a query given as a config object
+ * through `Object.getOwnPropertyDescriptors` (4-6 µs a statement, measured), but not one
+ * given as text and values; so the query is built from text and values, and named after.
+ * Falls back to the config form for a client without `Client.Query`.
+ */
+export function runStatement(client: PgClient, statement: PgStatement): Promise<PgResult> {
+  const Query = (client.constructor as { Query?: PgQueryClass }).Query;
+  if (!Query || !statement.name) return client.query({ ...statement });
+  return new Promise((resolve, reject) => {
+    const query = new Query(statement.text, statement.values, (error, result) =>
+      error ? reject(error) : resolve(result),
+    );
+    query.name = statement.name;
+    (client as unknown as { query(q: unknown): unknown }).query(query);
+  });
+}
+
 /** One statement's result. */
 export interface PgResult {
   readonly rows: unknown[];
@@ -65,17 +97,14 @@ export function logStatement(sequelize: Sequelize, uuid: string | undefined, tex
  * marked by the driver (`_invalid`, through Sequelize's error listener), and the pool
  * replaces it on its next acquire.
  */
-export async function runPooled(
-  sequelize: Sequelize,
-  statement: { name?: string; text: string; values: unknown[] },
-): Promise<PgResult> {
+export async function runPooled(sequelize: Sequelize, statement: PgStatement): Promise<PgResult> {
   const manager = connectionManager(sequelize);
   const connection = await manager.getConnection();
   try {
     if (!isPgClient(connection))
       throw new Error('outboxkit: the PostgreSQL pool gave a connection that is not a pg client');
     logStatement(sequelize, undefined, statement.text);
-    return await connection.query(statement);
+    return await runStatement(connection, statement);
   } finally {
     manager.releaseConnection(connection);
   }

@@ -25,7 +25,7 @@ import {
   runLeanTransaction,
 } from './handler-transaction.js';
 import { postgresMigrationProfile } from './migration.js';
-import { type PgClient, type PgResult, runPooled } from './pg-client.js';
+import { isPgClient, type PgClient, type PgResult, runPooled, runStatement } from './pg-client.js';
 import { postgresRunner } from './runner.js';
 import {
   KEYED_DELIVERY_COLUMNS,
@@ -95,8 +95,8 @@ export class PostgresStore extends SqlStore {
     values: unknown[],
     transaction: Transaction,
   ): Promise<{ rows: T[]; rowCount: number }> {
-    const client = (transaction as unknown as { connection?: PreparedClient }).connection;
-    if (!this.preparedStatements || !client || typeof client.query !== 'function') {
+    const client = (transaction as unknown as { connection?: unknown }).connection;
+    if (!this.preparedStatements || !isPgClient(client)) {
       const [rows, meta] = (await this.sequelize.query(text, {
         bind: values,
         transaction,
@@ -104,7 +104,7 @@ export class PostgresStore extends SqlStore {
       })) as [T[], { rowCount?: number | null }];
       return { rows, rowCount: meta?.rowCount ?? rows.length };
     }
-    const result = await client.query({ name, text, values });
+    const result = await runStatement(client, { name, text, values });
     return { rows: result.rows as T[], rowCount: result.rowCount ?? result.rows.length };
   }
 
@@ -264,13 +264,4 @@ export class PostgresStore extends SqlStore {
 /** A prepared statement's name: a hash of its text, so two texts never share a name. */
 export function preparedName(kind: string, text: string): string {
   return `outboxkit_${kind}_${createHash('sha1').update(text).digest('hex').slice(0, 16)}`;
-}
-
-/** The part of a pg client this store uses for prepared statements. */
-interface PreparedClient {
-  query(config: {
-    name: string;
-    text: string;
-    values: unknown[];
-  }): Promise<{ rows: unknown[]; rowCount: number | null }>;
 }
