@@ -8,7 +8,7 @@
  * - 2: ran, and something needs a person — `relay --once` saw failures, dead letters or
  *   orphans; `migrate --check` found migrations pending.
  * - 3: `relay` was stopped and `--shutdown-timeout` passed with deliveries still in
- *   flight: they were abandoned and their leases hand them back to the next relay.
+ *   flight: they were handed back (or, where that could not run, left to their leases).
  */
 export const EXIT = {
   ok: 0,

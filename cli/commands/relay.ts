@@ -5,8 +5,8 @@
  *
  * Stopping: the first SIGTERM/SIGINT lets the deliveries in hand finish and hands the
  * unstarted rows back at once (runRelay's signal). If they have not finished after
- * `--shutdown-timeout`, or at a second signal, the relay names the deliveries it
- * abandons and exits 3: their leases hand them back to the next relay.
+ * `--shutdown-timeout`, or at a second signal, the relay hands the deliveries still in
+ * flight back at once (their leases do, where it cannot), names them and exits 3.
  */
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
@@ -16,6 +16,8 @@ import { ConfigurationError } from '../../src/errors/outbox-error.js';
 import { createOutbox, type Outbox } from '../../src/outbox.js';
 import type { RelayReport } from '../../src/relay/run-relay.js';
 import { isTransientDatabaseError } from '../../src/relay/transient.js';
+import { runtimeOf } from '../../src/runtime.js';
+import { toDateOrNull } from '../../src/storage/rows.js';
 import type { TableNames } from '../../src/storage/tables.js';
 import { EXIT } from '../exit-codes.js';
 import type { CliOutput } from '../log-format.js';
@@ -51,7 +53,7 @@ export function relayCommand(command: Command): Command {
     .addOption(
       new Option(
         '--shutdown-timeout <ms>',
-        'after SIGTERM/SIGINT, how long the deliveries in hand may take before they are abandoned (exit 3)',
+        'after SIGTERM/SIGINT, how long the deliveries in hand may take before they are handed back unfinished (exit 3)',
       )
         .argParser(integer(0))
         .default(DEFAULT_SHUTDOWN_TIMEOUT_MS),
@@ -74,8 +76,8 @@ Exit codes:
   1  could not run: no or bad config, no database, unreachable within --connect-timeout,
      outbox tables missing (run \`npx outbox migrate\`), a database error that is not transient
   2  --once: deliveries failed (they will be retried), dead-lettered, or orphaned
-  3  stopped, and --shutdown-timeout passed with deliveries in flight: they were abandoned
-     and their leases hand them back to the next relay
+  3  stopped, and --shutdown-timeout passed with deliveries in flight: they were handed
+     back for the next relay (or, where that could not run, left to their leases)
 
 In production, run the bin itself (\`node node_modules/.bin/outbox relay\`, or \`outbox relay\`
 in a package script run by your process manager), not \`npx\`, so SIGTERM reaches the relay.`,
@@ -140,18 +142,24 @@ async function runUntilStopped(
   let abandon: (() => void) | undefined;
   const abandoned = new Promise<Ending>((resolve) => {
     abandon = () => {
-      void inFlight(session, session.tables, workerId).then((rows) => {
+      void (async () => {
+        const rows = await inFlight(session, session.tables, workerId);
+        const named = rows.map((r) => `#${r.id} ${r.receiverKey}`).join(', ');
+        const handedBack = rows.length > 0 ? await handBackInFlight(outbox, workerId, rows) : 0;
+        const lapse = rows
+          .map((r) => r.leaseUntil.toISOString())
+          .sort()
+          .at(-1);
         out.error(
           rows.length === 0
             ? 'shutdown timeout: the relay had not finished; exiting'
-            : `shutdown timeout: abandoning ${rows.length} deliveries in flight (${rows.map((r) => `#${r.id} ${r.receiverKey}`).join(', ')}); their leases hand them back to the next relay after ${rows
-                .map((r) => r.leaseUntil)
-                .sort()
-                .at(-1)}`,
-          { abandoned: rows },
+            : handedBack === undefined
+              ? `shutdown timeout: abandoning ${rows.length} deliveries in flight (${named}); they could not be handed back, so their leases hand them back to the next relay after ${lapse}`
+              : `shutdown timeout: handed back ${handedBack} of ${rows.length} deliveries in flight (${named}); the next relay can take them at once (an unfinished attempt is not charged)`,
+          { abandoned: rows.map((r) => ({ id: r.id, receiverKey: r.receiverKey })), handedBack },
         );
         resolve({ kind: 'abandoned', code: EXIT.abandoned });
-      });
+      })();
     };
   });
   let shutdownTimer: NodeJS.Timeout | undefined;
@@ -240,31 +248,78 @@ async function runUntilStopped(
   }
 }
 
-/** The deliveries this relay still holds: what a shutdown timeout abandons. */
+/** A delivery this relay still holds when a shutdown timeout passes. */
+interface InFlightRow {
+  readonly id: string;
+  readonly receiverKey: string;
+  readonly claimedAt: Date;
+  readonly leaseUntil: Date;
+}
+
+/** The deliveries this relay still holds: what a shutdown timeout hands back. */
 async function inFlight(
   session: Session,
   tables: TableNames,
   workerId: string,
-): Promise<{ id: string; receiverKey: string; leaseUntil: string }[]> {
+): Promise<InFlightRow[]> {
   try {
     const rows = await session.db.sequelize.query<{
       id: string | number;
       receiver_key: string;
-      lease_until: Date | number | string;
+      claimed_at: unknown;
+      lease_until: unknown;
     }>(
-      `SELECT id, receiver_key, lease_until FROM ${tables.deliveries} WHERE status = 'claimed' AND claimed_by = $1 ORDER BY id`,
+      `SELECT id, receiver_key, claimed_at, lease_until FROM ${tables.deliveries} WHERE status = 'claimed' AND claimed_by = $1 ORDER BY id`,
       { bind: [workerId], type: QueryTypes.SELECT },
     );
     return rows.map((r) => ({
       id: String(r.id),
       receiverKey: r.receiver_key,
-      leaseUntil: new Date(
-        typeof r.lease_until === 'string' && /^\d+$/.test(r.lease_until)
-          ? Number(r.lease_until)
-          : r.lease_until,
-      ).toISOString(),
+      claimedAt: toDateOrNull(r.claimed_at) ?? new Date(0),
+      leaseUntil: toDateOrNull(r.lease_until) ?? new Date(0),
     }));
   } catch {
     return [];
+  }
+}
+
+/** How long a shutdown timeout waits for its hand-back before leaving rows to their leases. */
+const HAND_BACK_BUDGET_MS = 2_000;
+
+/**
+ * Hand the in-flight rows back at once, claim by claim (each a compare-and-set on its
+ * token, so a row whose attempt finished meanwhile is left as recorded). A handler still
+ * running here is rolled back when the process exits, and its acknowledgement can no
+ * longer win the compare-and-set; a transport send still running may complete, and the
+ * event is then delivered again (at least once). Gives up after {@link HAND_BACK_BUDGET_MS}
+ * (SQLite: a running handler holds the one write lock): the leases hand the rows back.
+ * @returns how many rows were handed back, or undefined when it gave up.
+ */
+async function handBackInFlight(
+  outbox: Outbox,
+  workerId: string,
+  rows: readonly InFlightRow[],
+): Promise<number | undefined> {
+  const store = runtimeOf(outbox).store;
+  const byClaim = new Map<number, string[]>();
+  for (const r of rows) {
+    const ids = byClaim.get(r.claimedAt.getTime()) ?? [];
+    ids.push(r.id);
+    byClaim.set(r.claimedAt.getTime(), ids);
+  }
+  const release = (async () => {
+    let n = 0;
+    for (const [claimedAt, ids] of byClaim)
+      n += await store.release(ids, { workerId, claimedAt: new Date(claimedAt) }, new Date());
+    return n;
+  })();
+  let timer: NodeJS.Timeout | undefined;
+  const budget = new Promise<undefined>((resolve) => {
+    timer = setTimeout(() => resolve(undefined), HAND_BACK_BUDGET_MS);
+  });
+  try {
+    return await Promise.race([release.catch(() => undefined), budget]);
+  } finally {
+    clearTimeout(timer);
   }
 }

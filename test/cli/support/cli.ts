@@ -89,9 +89,13 @@ export async function runCli(
 }
 
 /** Wait until `check()` is true, polling; throws with `what` after `timeoutMs`. */
-export async function waitFor(check: () => boolean, what: string, timeoutMs = 15_000) {
+export async function waitFor(
+  check: () => boolean | Promise<boolean>,
+  what: string,
+  timeoutMs = 15_000,
+) {
   const until = Date.now() + timeoutMs;
-  while (!check()) {
+  while (!(await check())) {
     if (Date.now() > until) throw new Error(`timed out waiting for ${what}`);
     await new Promise((r) => setTimeout(r, 25));
   }
