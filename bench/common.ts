@@ -119,12 +119,25 @@ export function round(value: number, digits = 3): number {
   return Math.round(value * f) / f;
 }
 
+/** Fields every JSON line carries from now on (the compare run's `round`). */
+const emitContext: Record<string, unknown> = {};
+
+/** Add `fields` to every JSON line printed after this (`undefined` removes one). */
+export function setEmitContext(fields: Record<string, unknown>): void {
+  for (const [k, v] of Object.entries(fields)) {
+    if (v === undefined) delete emitContext[k];
+    else emitContext[k] = v;
+  }
+}
+
 /**
  * Print one figure as one JSON line on stdout, with the machine's one-minute load average
  * when it was taken (other work on a 2-core machine moves every figure).
  */
 export function emit(figure: Record<string, unknown>): void {
-  process.stdout.write(`${JSON.stringify({ ...figure, load1m: round(loadavg()[0], 2) })}\n`);
+  process.stdout.write(
+    `${JSON.stringify({ ...figure, ...emitContext, load1m: round(loadavg()[0], 2) })}\n`,
+  );
 }
 
 /** Print a note on stderr (progress, plans): stdout stays one JSON line per figure. */

@@ -1,11 +1,15 @@
 /**
- * Figure 1: how fast N relays drain a backlog.
+ * Figure 1: how fast N relays drain a backlog, and the same for the bare SQL loops.
  *
- * In a fresh schema: seed `events` events (one delivery row each, not timed), ANALYZE,
- * start N relay processes and wait until each is connected, then say `go` and time until
- * the relays have recorded every delivery as succeeded (their progress messages, confirmed
- * by counting the rows). events/s = events / that time.
+ * In a fresh schema: seed `events` events (one delivery row each, not timed), VACUUM
+ * (ANALYZE) the tables and CHECKPOINT, start N relay processes (or N bare loops,
+ * `bare/worker.ts`, over the same tables and rows) and wait until each is connected, then
+ * say `go` and time until they have recorded every delivery as succeeded (their progress
+ * messages, confirmed by counting the rows). events/s = events / that time.
+ *
+ * `timeDrain` is the clock every drain shares, the peers' too (`peers/figures.ts`).
  */
+import { fileURLToPath } from 'node:url';
 import { createOutbox, silentLogger } from '../src/index.js';
 import {
   benchConfig,
@@ -17,13 +21,20 @@ import {
   openSequelize,
   type ReceiverKind,
   round,
+  sleep,
 } from './common.js';
-import type { Experiment } from './protocol.js';
-import { startRelays } from './relays.js';
-import { analyze, seedBacklog } from './seed.js';
+import { settle } from './pg.js';
+import type { BareWorkerOptions, ChildMessage, Experiment } from './protocol.js';
+import { type RelayGroup, startRelays, startWorkers } from './relays.js';
+import { seedBacklog } from './seed.js';
+
+const BARE_WORKER = fileURLToPath(new URL('./bare/worker.ts', import.meta.url));
+
+/** outboxkit's receivers, or a bare SQL loop (`bare-transport`, `bare-handler`). */
+export type DrainKind = ReceiverKind | 'bare-transport' | 'bare-handler';
 
 export interface DrainOptions {
-  readonly kind: ReceiverKind;
+  readonly kind: DrainKind;
   readonly relays: number;
   readonly events: number;
   readonly batchSize: number;
@@ -34,8 +45,10 @@ export interface DrainOptions {
 export async function benchDrain(o: DrainOptions): Promise<Record<string, unknown>> {
   const sequelize = openSequelize(2);
   const schema = newSchemaName();
+  const bare = o.kind === 'bare-transport' || o.kind === 'bare-handler';
   try {
-    const outbox = createOutbox(benchConfig(o.kind), {
+    // The bare loops read the same tables, seeded the same way (the receiver is not read).
+    const outbox = createOutbox(benchConfig(bare ? 'noop-delivery' : o.kind), {
       sequelize,
       schema,
       wakeup: null,
@@ -43,60 +56,47 @@ export async function benchDrain(o: DrainOptions): Promise<Record<string, unknow
     });
     await outbox.migrate();
     const seedSeconds = await seedBacklog(outbox, o.events);
-    await analyze(sequelize, schema);
+    const settleSeconds = await settle(schema);
 
-    const delivered = new Array<number>(o.relays).fill(0);
-    let doneAt = 0;
-    let onAllDone: () => void = () => {};
-    const allDone = new Promise<void>((resolve) => {
-      onAllDone = resolve;
-    });
-    const group = await startRelays(
-      o.relays,
-      {
-        schema,
-        kind: o.kind,
-        batchSize: o.batchSize,
-        concurrency: o.concurrency,
-        pollIntervalMs: 50,
-        experiment: o.experiment,
-      },
-      (message, relay) => {
-        if (message.type !== 'progress') return;
-        delivered[relay] = message.delivered;
-        if (doneAt === 0 && delivered.reduce((a, b) => a + b, 0) >= o.events) {
-          doneAt = message.atMs;
-          onAllDone();
-        }
-      },
-    );
-    const startedAt = nowMs();
-    group.go();
-    const timeout = setTimeout(() => onAllDone(), 240_000);
-    try {
-      // A relay that stops or fails before the backlog is drained ends the run at once.
-      await Promise.race([
-        allDone,
-        ...group.relays.map((r) =>
-          r.finished.then(() => {
-            throw new Error(`relay ${r.workerId} stopped before the backlog was drained`);
+    const tracker = drainTracker(o.events);
+    const group = bare
+      ? await startWorkers<BareWorkerOptions>(
+          BARE_WORKER,
+          o.relays,
+          (workerId) => ({
+            mode: o.kind === 'bare-transport' ? 'transport' : 'handler',
+            schema,
+            workerId,
+            batchSize: o.batchSize,
+            concurrency: o.concurrency,
+            pollIntervalMs: 50,
           }),
-        ),
-      ]);
-    } finally {
-      clearTimeout(timeout);
-    }
-    const reports = await group.stop();
+          tracker.onMessage,
+          'bench-bare',
+        )
+      : await startRelays(
+          o.relays,
+          {
+            schema,
+            kind: o.kind,
+            batchSize: o.batchSize,
+            concurrency: o.concurrency,
+            pollIntervalMs: 50,
+            experiment: o.experiment,
+          },
+          tracker.onMessage,
+        );
+    const { seconds, reports } = await timeDrain(group, tracker, `${o.kind} x${o.relays}`);
     const counts = await outbox.countDeliveries();
     await outbox.close();
-    if (doneAt === 0 || counts.succeeded !== o.events) {
+    if (counts.succeeded !== o.events) {
       throw new Error(
-        `drain of ${o.kind} by ${o.relays} relays did not finish: ${JSON.stringify(counts)}`,
+        `drain of ${o.kind} by ${o.relays} processes did not finish: ${JSON.stringify(counts)}`,
       );
     }
-    const seconds = (doneAt - startedAt) / 1000;
     const figure = {
       bench: 'drain',
+      system: bare ? 'bare' : 'outboxkit',
       receiver: o.kind,
       relays: o.relays,
       events: o.events,
@@ -108,6 +108,7 @@ export async function benchDrain(o: DrainOptions): Promise<Record<string, unknow
       perRelay: reports.map((r) => r.delivered),
       claims: reports.reduce((a, r) => a + (r.report.passes ?? 0), 0),
       seedSeconds: round(seedSeconds, 2),
+      settleSeconds: round(settleSeconds, 2),
     };
     emit(figure);
     return figure;
@@ -115,5 +116,86 @@ export async function benchDrain(o: DrainOptions): Promise<Record<string, unknow
     await dropSchema(sequelize, schema);
     await sequelize.close();
     note(`drain ${o.kind} x${o.relays}: schema ${schema} dropped`);
+  }
+}
+
+/** Adds up the children's progress messages; `allDone` once they reach `events`. */
+export interface DrainTracker {
+  readonly onMessage: (message: ChildMessage, index: number) => void;
+  readonly allDone: Promise<void>;
+  /** When the progress added up to `events` (monotonic ms), 0 before. */
+  readonly doneAt: number;
+}
+
+export function drainTracker(events: number): DrainTracker {
+  const delivered: number[] = [];
+  let doneAt = 0;
+  let onAllDone: () => void = () => {};
+  const allDone = new Promise<void>((resolve) => {
+    onAllDone = resolve;
+  });
+  return {
+    onMessage: (message, index) => {
+      if (message.type !== 'progress') return;
+      delivered[index] = message.delivered;
+      if (doneAt === 0 && delivered.reduce((a, b) => a + (b ?? 0), 0) >= events) {
+        doneAt = message.atMs;
+        onAllDone();
+      }
+    },
+    allDone,
+    get doneAt() {
+      return doneAt;
+    },
+  };
+}
+
+/**
+ * Say `go` to a group of connected drainers and time until their progress reaches the
+ * tracker's total; then, with `confirm` (the peers, whose progress counts task calls
+ * before their completion is written), poll it every 5 ms until the database agrees and
+ * stop the clock there. A child that stops or fails first ends the run at once.
+ */
+export async function timeDrain(
+  group: RelayGroup,
+  tracker: DrainTracker,
+  label: string,
+  confirm?: () => Promise<boolean>,
+  timeoutMs = 300_000,
+): Promise<{ seconds: number; reports: Extract<ChildMessage, { type: 'done' }>[] }> {
+  const startedAt = nowMs();
+  group.go();
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    await Promise.race([
+      tracker.allDone,
+      new Promise<never>((_, reject) => {
+        timer = setTimeout(
+          () => reject(new Error(`drain ${label}: not done after ${timeoutMs / 1000} s`)),
+          timeoutMs,
+        );
+      }),
+      ...group.relays.map((r) =>
+        r.finished.then(() => {
+          throw new Error(`${r.workerId} stopped before the backlog was drained`);
+        }),
+      ),
+    ]);
+    let doneAt = tracker.doneAt;
+    if (confirm) {
+      const deadline = nowMs() + 60_000;
+      while (!(await confirm())) {
+        if (nowMs() > deadline) throw new Error(`drain ${label}: completions never written`);
+        await sleep(5);
+      }
+      doneAt = nowMs();
+    }
+    const reports = await group.stop();
+    return { seconds: (doneAt - startedAt) / 1000, reports };
+  } catch (error) {
+    await group.stop().catch(() => {});
+    throw error;
+  } finally {
+    clearTimeout(timer);
   }
 }

@@ -1,14 +1,15 @@
 /**
- * Start relays as child processes and talk to them: wait until each is connected, start
- * them together, follow their progress, stop them, collect their reports.
+ * Start child processes and talk to them: wait until each is connected, start them
+ * together, follow their progress, stop them, collect their reports. Used for outboxkit's
+ * relays (`relay-worker.ts`), the bare SQL loops, the peers' workers and the producers.
  */
 import { type ChildProcess, fork } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import type { ChildMessage, ParentMessage, RelayWorkerOptions } from './protocol.js';
 
-const WORKER = fileURLToPath(new URL('./relay-worker.ts', import.meta.url));
+const RELAY_WORKER = fileURLToPath(new URL('./relay-worker.ts', import.meta.url));
 
-/** One relay process. */
+/** One child process. */
 export interface RelayProcess {
   readonly workerId: string;
   /** Resolves with the relay's `done` message (its report) once it stopped. */
@@ -16,11 +17,11 @@ export interface RelayProcess {
   send(message: ParentMessage): void;
 }
 
-/** A group of relay processes started together. */
+/** A group of child processes started together. */
 export interface RelayGroup {
   readonly relays: readonly RelayProcess[];
-  /** Start every relay (they connected already). */
-  go(): void;
+  /** Start every child (they connected already); a producer gets the schedule's start. */
+  go(t0Ms?: number): void;
   /** Stop every relay and wait for their reports; kills a relay that does not stop in 15 s. */
   stop(): Promise<Extract<ChildMessage, { type: 'done' }>[]>;
 }
@@ -29,18 +30,33 @@ export interface RelayGroup {
  * Fork `count` relays with the same options (each its own worker id) and wait until every
  * one is `ready`. `onMessage` sees every other message (progress, probes).
  */
-export async function startRelays(
+export function startRelays(
   count: number,
   options: Omit<RelayWorkerOptions, 'workerId'>,
   onMessage: (message: ChildMessage, relay: number) => void,
+): Promise<RelayGroup> {
+  return startWorkers(RELAY_WORKER, count, (workerId) => ({ ...options, workerId }), onMessage);
+}
+
+/**
+ * Fork `count` processes of `script` (a .ts file, run through tsx), each with the options
+ * `optionsOf(workerId, index)` as its one JSON argument, and wait until every one is
+ * `ready`. `onMessage` sees every other message.
+ */
+export async function startWorkers<T extends { readonly workerId: string }>(
+  script: string,
+  count: number,
+  optionsOf: (workerId: string, index: number) => T,
+  onMessage: (message: ChildMessage, index: number) => void,
+  name = 'bench-relay',
 ): Promise<RelayGroup> {
   const children: ChildProcess[] = [];
   const relays: RelayProcess[] = [];
   const readies: Promise<void>[] = [];
   for (let i = 0; i < count; i++) {
-    const workerId = `bench-relay-${i + 1}`;
-    const child = fork(WORKER, [JSON.stringify({ ...options, workerId })], {
-      execArgv: ['--import', 'tsx', ...relayExecArgv(i)],
+    const workerId = `${name}-${i + 1}`;
+    const child = fork(script, [JSON.stringify(optionsOf(workerId, i))], {
+      execArgv: ['--import', 'tsx', ...relayExecArgv(name, i)],
       stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
     });
     children.push(child);
@@ -57,13 +73,13 @@ export async function startRelays(
         if (message.type === 'ready') onReady();
         else if (message.type === 'done') resolve(message);
         else if (message.type === 'error') {
-          const error = new Error(`relay ${workerId} failed: ${message.message}`);
+          const error = new Error(`${workerId} failed: ${message.message}`);
           onFail(error);
           reject(error);
         } else onMessage(message, i);
       });
       child.on('exit', (code, signal) => {
-        const error = new Error(`relay ${workerId} exited (code ${code}, signal ${signal})`);
+        const error = new Error(`${workerId} exited (code ${code}, signal ${signal})`);
         onFail(error);
         reject(error);
       });
@@ -85,8 +101,8 @@ export async function startRelays(
   }
   return {
     relays,
-    go: () => {
-      for (const r of relays) r.send({ type: 'go' });
+    go: (t0Ms) => {
+      for (const r of relays) r.send(t0Ms === undefined ? { type: 'go' } : { type: 'go', t0Ms });
     },
     stop: async () => {
       for (const r of relays) r.send({ type: 'stop' });
@@ -102,13 +118,13 @@ export async function startRelays(
   };
 }
 
-/** `OUTBOX_BENCH_CPU_PROF=dir` writes a V8 CPU profile of each relay process there. */
-function relayExecArgv(index: number): string[] {
+/** `OUTBOX_BENCH_CPU_PROF=dir` writes a V8 CPU profile of each child process there. */
+function relayExecArgv(name: string, index: number): string[] {
   const dir = process.env.OUTBOX_BENCH_CPU_PROF;
   if (!dir) return [];
   return [
     '--cpu-prof',
     `--cpu-prof-dir=${dir}`,
-    `--cpu-prof-name=relay-${index + 1}-${Date.now()}.cpuprofile`,
+    `--cpu-prof-name=${name}-${index + 1}-${Date.now()}.cpuprofile`,
   ];
 }

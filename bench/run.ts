@@ -1,38 +1,52 @@
 /**
- * `npm run bench`: outboxkit's first benchmark, on PostgreSQL. Prints one JSON line per
- * figure on stdout; progress and query plans go to stderr. See bench/README.md.
+ * `npm run bench`: outboxkit's benchmark, on PostgreSQL. Prints one JSON line per figure on
+ * stdout; progress and query plans go to stderr. See bench/README.md.
  *
  *   npm run bench                              # everything (about 3 minutes)
  *   npm run bench -- --only drain,latency      # some of: environment, explain, drain, latency, write
  *   npm run bench -- --events 20000            # a smaller backlog for the drains
- *   npm run bench -- --receivers noop-handler --relays 4
+ *   npm run bench -- --receivers noop-handler,bare-handler --relays 4
+ *   npm run bench -- --only latency --systems outboxkit,bare --rate 1000
  *   npm run bench -- --only drain --receivers noop-handler --experiment async-commit-handlers
+ *   npm run bench -- --compare [--rounds 3] [--no-peers] [--only …]   # see compare.ts
  *
  * Each part works in a fresh schema (`bench_<hex>`) that it drops afterwards, also on failure.
  */
 import { cpus } from 'node:os';
 import { parseArgs } from 'node:util';
 import { emit, isReceiverKind, note, openSequelize } from './common.js';
-import { benchDrain } from './drain.js';
+import { compareMain } from './compare.js';
+import { benchDrain, type DrainKind } from './drain.js';
 import { benchExplain } from './explain.js';
-import { benchLatency } from './latency.js';
+import { benchLatency, type LatencySystem } from './latency.js';
+import { ensurePeers } from './peers/install.js';
 import { EXPERIMENTS, type Experiment } from './protocol.js';
 import { benchWriteCost } from './write-cost.js';
 
-const { values } = parseArgs({
-  options: {
-    only: { type: 'string', default: 'environment,explain,drain,latency,write' },
-    events: { type: 'string', default: '50000' },
-    'batch-size': { type: 'string', default: '500' },
-    concurrency: { type: 'string', default: '10' },
-    relays: { type: 'string', default: '1,4' },
-    receivers: { type: 'string', default: 'noop-delivery,noop-deliver-batch,noop-handler' },
-    rate: { type: 'string', default: '200' },
-    seconds: { type: 'string', default: '10' },
-    iterations: { type: 'string', default: '3000' },
-    experiment: { type: 'string' },
-  },
-});
+const DRAIN_KINDS: readonly DrainKind[] = [
+  'noop-delivery',
+  'noop-deliver-batch',
+  'noop-handler',
+  'bare-transport',
+  'bare-handler',
+];
+const LATENCY_SYSTEMS: readonly LatencySystem[] = ['outboxkit', 'bare', 'graphile', 'pgboss'];
+
+const OPTIONS = {
+  only: { type: 'string', default: 'environment,explain,drain,latency,write' },
+  events: { type: 'string', default: '50000' },
+  'batch-size': { type: 'string', default: '500' },
+  concurrency: { type: 'string', default: '10' },
+  relays: { type: 'string', default: '1,4' },
+  receivers: { type: 'string', default: 'noop-delivery,noop-deliver-batch,noop-handler' },
+  rate: { type: 'string', default: '200' },
+  seconds: { type: 'string', default: '10' },
+  producers: { type: 'string' },
+  'producer-async-commit': { type: 'boolean', default: false },
+  systems: { type: 'string', default: 'outboxkit' },
+  iterations: { type: 'string', default: '3000' },
+  experiment: { type: 'string' },
+} as const;
 
 function positiveInt(name: string, text: string): number {
   const n = Number(text);
@@ -42,6 +56,7 @@ function positiveInt(name: string, text: string): number {
 }
 
 async function main(): Promise<void> {
+  const { values } = parseArgs({ options: OPTIONS });
   const only = new Set(values.only.split(','));
   const events = positiveInt('events', values.events);
   const batchSize = positiveInt('batch-size', values['batch-size']);
@@ -49,10 +64,8 @@ async function main(): Promise<void> {
   const relayCounts = values.relays.split(',').map((r) => positiveInt('relays', r));
   const receivers = values.receivers.split(',');
   for (const r of receivers) {
-    if (!isReceiverKind(r) || r === 'probe-handler')
-      throw new Error(
-        `--receivers: unknown receiver ${r} (noop-delivery, noop-deliver-batch, noop-handler)`,
-      );
+    if (!(DRAIN_KINDS as readonly string[]).includes(r))
+      throw new Error(`--receivers: unknown receiver ${r} (${DRAIN_KINDS.join(', ')})`);
   }
 
   const experiment = values.experiment;
@@ -65,8 +78,8 @@ async function main(): Promise<void> {
     await benchExplain({ rows: 50_000, batchSize });
   }
   if (only.has('drain')) {
-    for (const kind of receivers) {
-      if (!isReceiverKind(kind)) continue;
+    for (const kind of receivers as DrainKind[]) {
+      if (experiment !== undefined && !isReceiverKind(kind)) continue;
       for (const relays of relayCounts) {
         note(`drain: ${kind} with ${relays} relay process(es), ${events} events …`);
         await benchDrain({
@@ -83,8 +96,23 @@ async function main(): Promise<void> {
   if (only.has('latency')) {
     const rate = positiveInt('rate', values.rate);
     const seconds = positiveInt('seconds', values.seconds);
-    note(`latency: ${rate} events/s for ${seconds} s with LISTEN/NOTIFY …`);
-    await benchLatency({ rate, seconds, warmupSeconds: 1 });
+    const producers = values.producers ? positiveInt('producers', values.producers) : undefined;
+    const systems = values.systems.split(',');
+    for (const s of systems)
+      if (!(LATENCY_SYSTEMS as readonly string[]).includes(s))
+        throw new Error(`--systems: unknown system ${s} (${LATENCY_SYSTEMS.join(', ')})`);
+    if (systems.includes('graphile') || systems.includes('pgboss')) ensurePeers();
+    for (const system of systems as LatencySystem[]) {
+      note(`latency: ${system}, ${rate} events/s for ${seconds} s …`);
+      await benchLatency({
+        system,
+        rate,
+        seconds,
+        warmupSeconds: 1,
+        producers,
+        producerSynchronousCommit: values['producer-async-commit'] ? false : undefined,
+      });
+    }
   }
   if (only.has('write')) {
     const iterations = positiveInt('iterations', values.iterations);
@@ -116,7 +144,10 @@ async function environment(): Promise<void> {
   }
 }
 
-main().catch((error: unknown) => {
-  process.stderr.write(`bench failed: ${error instanceof Error ? error.stack : String(error)}\n`);
-  process.exitCode = 1;
-});
+const compare = process.argv.includes('--compare');
+(compare ? compareMain(process.argv.slice(2).filter((a) => a !== '--compare')) : main()).catch(
+  (error: unknown) => {
+    process.stderr.write(`bench failed: ${error instanceof Error ? error.stack : String(error)}\n`);
+    process.exitCode = 1;
+  },
+);

@@ -9,12 +9,14 @@
  *   outbox's one-statement INSERT of event and delivery rows), with the default wakeup.
  * They run interleaved in rounds, the order rotating each round, so drift in the machine's
  * load hits all three alike. Each transaction is timed from before BEGIN to after COMMIT.
+ * The tables are VACUUMed (ANALYZE) and a CHECKPOINT taken before the warm-up.
  */
 import { randomUUID } from 'node:crypto';
 import type { Sequelize, Transaction } from 'sequelize';
 import { z } from 'zod';
 import { createOutbox, defineOutbox, event, receiver, silentLogger } from '../src/index.js';
 import { dropSchema, emit, newSchemaName, note, openSequelize, quantile, round } from './common.js';
+import { settle } from './pg.js';
 
 export interface WriteCostOptions {
   /** Timed transactions per variant. */
@@ -63,6 +65,8 @@ export async function benchWriteCost(o: WriteCostOptions): Promise<Record<string
         transaction,
         raw: true,
       });
+
+    await settle(schema);
 
     let seq = 0;
     const run = async (variant: Variant): Promise<number> => {
