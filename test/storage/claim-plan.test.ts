@@ -75,4 +75,67 @@ describe.skipIf(!inject('pgAvailable'))('the claim plan on a large table [postgr
     expect(rows).toHaveLength(500);
     expect(Number(rows[0].event.sequence)).toBe(40001);
   });
+
+  it("commits a claim without waiting for its WAL flush, and leaves the connection's setting as it was", async () => {
+    const { Sequelize } = await import('sequelize');
+    const one = new Sequelize(db.url, { logging: false, pool: { max: 1, min: 1 } });
+    try {
+      const config = defineOutbox({
+        events: { 'a.Happened': event({ schema: z.object({ n: z.number() }) }) },
+        receivers: { 'r.one': receiver('a.Happened', { handle: () => {} }) },
+      });
+      const outbox = createOutbox(config, {
+        ...db.outboxOptions,
+        sequelize: one,
+        tablePrefix: 'sync_',
+        wakeup: null,
+        logger: silentLogger,
+      });
+      await outbox.migrate();
+      await outbox.fire('a.Happened', { n: 1 });
+      const { postgresStatements } = await import('../../src/storage/postgres.js');
+      const { tableNames } = await import('../../src/storage/tables.js');
+      const claim = postgresStatements(
+        tableNames('sync_', db.outboxOptions.schema),
+        undefined,
+      ).claim;
+      const bind = [
+        'w',
+        new Date(),
+        new Date(Date.now() + 60_000),
+        new Date(Date.now() + 1000),
+        false,
+        10,
+        [],
+        null,
+      ];
+      const setting = (transaction?: import('sequelize').Transaction) =>
+        one
+          .query<{ synchronous_commit: string }>('SHOW synchronous_commit', {
+            type: QueryTypes.SELECT,
+            transaction,
+          })
+          .then((r) => r[0].synchronous_commit);
+      // Inside the claim's transaction the commit is asynchronous ...
+      const inside = await one.transaction(async (transaction) => {
+        const rows = await one.query(claim, { bind, type: QueryTypes.SELECT, transaction });
+        expect(rows).toHaveLength(1);
+        return setting(transaction);
+      });
+      expect(inside).toBe('off');
+      // ... and only there: the pool's one connection is back to the server's default.
+      const { runtimeOf } = await import('../../src/runtime.js');
+      await outbox.fire('a.Happened', { n: 2 });
+      const claimed = await runtimeOf(outbox).store.claim({
+        token: { workerId: 'w2', claimedAt: new Date() },
+        now: new Date(Date.now() + 1000),
+        leaseUntil: new Date(Date.now() + 60_000),
+        limit: 10,
+      });
+      expect(claimed).toHaveLength(1);
+      expect(await setting()).toBe('on');
+    } finally {
+      await one.close();
+    }
+  });
 });
