@@ -1,10 +1,10 @@
-import { v7 as uuidv7 } from 'uuid';
 import type { ZodType } from 'zod';
 import { type EncodedJson, encodeJsonValue } from '../codec/json.js';
 import { closestName, formatConfigPath } from '../declare/config-path.js';
 import type { OutboxConfig } from '../declare/define-outbox.js';
 import type { JsonValue } from '../declare/types.js';
 import { ValidationError } from '../errors/outbox-error.js';
+import { newEventUuid } from './event-uuid.js';
 import type { FireMessage, PreparedEvent } from './types.js';
 
 /** The longest idempotency or ordering key the columns hold. */
@@ -97,7 +97,7 @@ function prepareEvent(
     payload: parsed.data,
     headers,
     row: {
-      uuid: uuidv7(),
+      uuid: newEventUuid(),
       name: route.event.name,
       version: route.event.version,
       payload: payload.text,
