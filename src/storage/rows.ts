@@ -4,8 +4,15 @@ import type { DeliveryRow, StoredEvent } from './store.js';
 /** A raw result row, as a driver hands it back. */
 export type Row = Record<string, unknown>;
 
-/** The event columns every read of events selects, with stable aliases for {@link toStoredEvent}. */
-export const EVENT_COLUMNS = (alias: string): string =>
+/**
+ * The event columns every read of events selects, with stable aliases for
+ * {@link toStoredEvent}. `timestamp` may spell a timestamp column differently (the
+ * PostgreSQL claim reads them as epoch milliseconds, see `epochMs`).
+ */
+export const EVENT_COLUMNS = (
+  alias: string,
+  timestamp: (column: string) => string = (column) => column,
+): string =>
   [
     `${alias}.id AS event_sequence`,
     `${alias}.uuid AS event_uuid`,
@@ -15,8 +22,8 @@ export const EVENT_COLUMNS = (alias: string): string =>
     `${alias}.headers AS event_headers`,
     `${alias}.ordering_key AS event_ordering_key`,
     `${alias}.idempotency_key AS event_idempotency_key`,
-    `${alias}.occurred_at AS event_occurred_at`,
-    `${alias}.recorded_at AS event_recorded_at`,
+    `${timestamp(`${alias}.occurred_at`)} AS event_occurred_at`,
+    `${timestamp(`${alias}.recorded_at`)} AS event_recorded_at`,
   ].join(', ');
 
 /** A timestamp column: a Date from PostgreSQL, epoch milliseconds from SQLite. */

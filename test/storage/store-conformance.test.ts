@@ -158,6 +158,44 @@ describeEachDialect('OutboxStore conformance', (dialect) => {
       expect(rows[0].maxAttempts).toBe(5);
     });
 
+    it("a claim returns the event's times and the row's due time to the millisecond", async () => {
+      const occurred = new Date('2029-12-31T23:59:58.123Z');
+      const recorded = new Date('2029-12-31T23:59:59.987Z');
+      const due = new Date('2030-01-01T00:00:00.001Z');
+      const [written] = await db.sequelize.transaction((tx) =>
+        store.insertEvents(
+          [{ ...eventRow({ n: 1 }), occurredAt: occurred, recordedAt: recorded }],
+          tx,
+        ),
+      );
+      const [row] = await claim('w', at(1), 1);
+      expect(row.event.sequence).toBe(written.sequence);
+      expect(row.event.occurredAt.toISOString()).toBe(occurred.toISOString());
+      expect(row.event.recordedAt.toISOString()).toBe(recorded.toISOString());
+      expect(row.dueAt).toBeNull();
+      // A NotYet gives the row a due time; the next claim reads it back exactly.
+      const t = token('w2');
+      const [again] = await store.claim({ token: t, now: at(100), leaseUntil: at(160), limit: 1 });
+      expect(
+        await store.recordOutcomes(
+          [
+            {
+              id: again.id,
+              status: 'pending',
+              attempts: 0,
+              availableAt: due,
+              dueAt: due,
+              lastError: null,
+              completedAt: null,
+            },
+          ],
+          t,
+        ),
+      ).toBe(1);
+      const [due1] = await claim('w3', at(200), 1);
+      expect(due1.dueAt?.toISOString()).toBe(due.toISOString());
+    });
+
     it('a claimed row is not claimed again while its lease is live, and is once it lapses', async () => {
       await outbox.fire('a.Happened', { n: 1 });
       expect(await claim('a', at(1))).toHaveLength(2);
