@@ -63,8 +63,7 @@ const MIXED_OK_AT = `$${OUTCOME_COLUMNS.length + 4}`;
  * text (a regular expression and a Date per column, ~1.1 µs) is a tenth of a transport's
  * client time per event; `toDate` reads a number as SQLite's times are read.
  */
-const epochMs = (column: string): string =>
-  `round(extract(epoch FROM ${column}) * 1000)::float8`;
+const epochMs = (column: string): string => `round(extract(epoch FROM ${column}) * 1000)::float8`;
 
 /** The PostgreSQL statements for these tables. */
 export function postgresStatements(
