@@ -30,6 +30,7 @@ export async function runHandler(
   const attempt = new Attempt(rt, receiver, row, stop);
   let receiverRan = false;
   let receiverDone = false;
+  let acknowledgedAt: Date | undefined;
   try {
     const verdict = await rt.store.handleAndAcknowledge(
       async (transaction) => {
@@ -44,7 +45,10 @@ export async function runHandler(
       {
         id: row.id,
         token,
-        at: rt.clock,
+        at: () => {
+          acknowledgedAt = rt.clock();
+          return acknowledgedAt;
+        },
         afterCommitFailed: (error) =>
           rt.logger.warn(
             `an afterCommit hook of delivery ${row.id} (${receiver.key}) threw; the delivery is recorded done`,
@@ -58,7 +62,7 @@ export async function runHandler(
       );
       return { kind: 'lost', row };
     }
-    return { kind: 'acknowledged', row, at: rt.clock() };
+    return { kind: 'acknowledged', row, at: acknowledgedAt ?? rt.clock() };
   } catch (error) {
     if (attempt.gaveUpOnStop(error) || isDatabaseFault(error, receiverRan, receiverDone)) {
       return { kind: 'handBack', row, outcome: handBackOutcome(row, rt.clock()), error };

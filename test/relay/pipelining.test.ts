@@ -10,6 +10,32 @@ import {
 } from '../../src/index.js';
 import { postgresTestSchema, type TestDatabase } from '../../testing/databases.js';
 
+/**
+ * One receiver that logs each job's start and end; a job whose label starts with `slow`
+ * waits for `releaseSlow()` in between.
+ */
+function slowJobs() {
+  const log: string[] = [];
+  let releaseSlow!: () => void;
+  const slowMayFinish = new Promise<void>((resolve) => {
+    releaseSlow = resolve;
+  });
+  const Job = event({ schema: z.object({ label: z.string() }) });
+  const config = defineOutbox({
+    events: { 'jobs.Job': Job },
+    receivers: {
+      'jobs.run': receiver(Job, {
+        handle: async (e) => {
+          log.push(`start ${e.payload.label}`);
+          if (e.payload.label.startsWith('slow')) await slowMayFinish;
+          log.push(`end ${e.payload.label}`);
+        },
+      }),
+    },
+  });
+  return { log, releaseSlow, config };
+}
+
 describe.skipIf(!inject('pgAvailable'))('relay: a wakeup during a batch [postgres]', () => {
   let db: TestDatabase;
   beforeAll(async () => {
@@ -18,24 +44,7 @@ describe.skipIf(!inject('pgAvailable'))('relay: a wakeup during a batch [postgre
   afterAll(() => db.cleanup());
 
   it('a wakeup while a batch is delivered starts the next claim at once, instead of queueing behind the batch', async () => {
-    const log: string[] = [];
-    let releaseSlow!: () => void;
-    const slowMayFinish = new Promise<void>((resolve) => {
-      releaseSlow = resolve;
-    });
-    const Job = event({ schema: z.object({ label: z.string() }) });
-    const config = defineOutbox({
-      events: { 'jobs.Job': Job },
-      receivers: {
-        'jobs.run': receiver(Job, {
-          handle: async (e) => {
-            log.push(`start ${e.payload.label}`);
-            if (e.payload.label === 'slow') await slowMayFinish;
-            log.push(`end ${e.payload.label}`);
-          },
-        }),
-      },
-    });
+    const { log, releaseSlow, config } = slowJobs();
     const outbox = createOutbox(config, {
       ...db.outboxOptions,
       wakeup: inProcessWakeup(),
@@ -61,24 +70,7 @@ describe.skipIf(!inject('pgAvailable'))('relay: a wakeup during a batch [postgre
   });
 
   it('a claim that comes back full starts the next claim at once, while its batch is delivered', async () => {
-    const log: string[] = [];
-    let releaseSlow!: () => void;
-    const slowMayFinish = new Promise<void>((resolve) => {
-      releaseSlow = resolve;
-    });
-    const Job = event({ schema: z.object({ label: z.string() }) });
-    const config = defineOutbox({
-      events: { 'jobs.Job': Job },
-      receivers: {
-        'jobs.run': receiver(Job, {
-          handle: async (e) => {
-            log.push(`start ${e.payload.label}`);
-            if (e.payload.label.startsWith('slow')) await slowMayFinish;
-            log.push(`end ${e.payload.label}`);
-          },
-        }),
-      },
-    });
+    const { log, releaseSlow, config } = slowJobs();
     const outbox = createOutbox(config, {
       ...db.outboxOptions,
       tablePrefix: 'full_',

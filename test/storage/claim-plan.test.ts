@@ -4,6 +4,18 @@ import { z } from 'zod';
 import { createOutbox, defineOutbox, event, receiver, silentLogger } from '../../src/index.js';
 import { postgresTestSchema, type TestDatabase } from '../../testing/databases.js';
 
+const config = defineOutbox({
+  events: { 'a.Happened': event({ schema: z.object({ n: z.number() }) }) },
+  receivers: { 'r.one': receiver('a.Happened', { handle: () => {} }) },
+});
+
+/** The claim text the store runs, for tables of `prefix` in the test schema. */
+async function claimText(db: TestDatabase, prefix: string): Promise<string> {
+  const { postgresStatements } = await import('../../src/storage/postgres.js');
+  const { tableNames } = await import('../../src/storage/tables.js');
+  return postgresStatements(tableNames(prefix, db.outboxOptions.schema), undefined).claim;
+}
+
 /**
  * On PostgreSQL 15, `WHERE id IN (SELECT … FOR UPDATE SKIP LOCKED)` sometimes plans a full
  * scan of the deliveries table; the claim uses `id = ANY(ARRAY(SELECT …))`, which keeps the
@@ -17,10 +29,6 @@ describe.skipIf(!inject('pgAvailable'))('the claim plan on a large table [postgr
   afterAll(() => db.cleanup());
 
   it('reads the partial owed index, not a full scan of the deliveries table', async () => {
-    const config = defineOutbox({
-      events: { 'a.Happened': event({ schema: z.object({ n: z.number() }) }) },
-      receivers: { 'r.one': receiver('a.Happened', { handle: () => {} }) },
-    });
     const outbox = createOutbox(config, {
       ...db.outboxOptions,
       wakeup: null,
@@ -36,12 +44,7 @@ describe.skipIf(!inject('pgAvailable'))('the claim plan on a large table [postgr
       SELECT id, 'r.one', CASE WHEN id <= 40000 THEN 'succeeded' ELSE 'pending' END, 5, now(), CASE WHEN id % 3 = 0 THEN 'k' || (id % 100) END
       FROM ${s}.outbox_events;
       ANALYZE ${s}.outbox_deliveries;`);
-    const { postgresStatements } = await import('../../src/storage/postgres.js');
-    const { tableNames } = await import('../../src/storage/tables.js');
-    const claim = postgresStatements(
-      tableNames('outbox_', db.outboxOptions.schema),
-      undefined,
-    ).claim;
+    const claim = await claimText(db, 'outbox_');
     const at = new Date(Date.now() + 1000);
     const plan = await db.sequelize.query<{ 'QUERY PLAN': string }>(`EXPLAIN ${claim}`, {
       bind: ['w', new Date(), new Date(Date.now() + 60_000), at, false, 500, [], null],
@@ -80,10 +83,6 @@ describe.skipIf(!inject('pgAvailable'))('the claim plan on a large table [postgr
     const { Sequelize } = await import('sequelize');
     const one = new Sequelize(db.url, { logging: false, pool: { max: 1, min: 1 } });
     try {
-      const config = defineOutbox({
-        events: { 'a.Happened': event({ schema: z.object({ n: z.number() }) }) },
-        receivers: { 'r.one': receiver('a.Happened', { handle: () => {} }) },
-      });
       const outbox = createOutbox(config, {
         ...db.outboxOptions,
         sequelize: one,
@@ -93,12 +92,7 @@ describe.skipIf(!inject('pgAvailable'))('the claim plan on a large table [postgr
       });
       await outbox.migrate();
       await outbox.fire('a.Happened', { n: 1 });
-      const { postgresStatements } = await import('../../src/storage/postgres.js');
-      const { tableNames } = await import('../../src/storage/tables.js');
-      const claim = postgresStatements(
-        tableNames('sync_', db.outboxOptions.schema),
-        undefined,
-      ).claim;
+      const claim = await claimText(db, 'sync_');
       const bind = [
         'w',
         new Date(),

@@ -67,7 +67,6 @@ export interface PgResult {
 interface ConnectionManager {
   getConnection(options?: { uuid?: string }): Promise<unknown>;
   releaseConnection(connection: unknown): void;
-  destroyConnection(connection: unknown): Promise<void>;
 }
 
 /** The Sequelize instance's connection manager. */

@@ -25,7 +25,14 @@ import {
   runLeanTransaction,
 } from './handler-transaction.js';
 import { postgresMigrationProfile } from './migration.js';
-import { isPgClient, type PgClient, type PgResult, runPooled, runStatement } from './pg-client.js';
+import {
+  isPgClient,
+  type PgClient,
+  type PgResult,
+  type PgStatement,
+  runPooled,
+  runStatement,
+} from './pg-client.js';
 import { postgresRunner } from './runner.js';
 import {
   KEYED_DELIVERY_COLUMNS,
@@ -75,11 +82,12 @@ export class PostgresStore extends SqlStore {
    * `name` (unnamed with `preparedStatements: false`), see pg-client.ts.
    */
   #pooled(name: string, text: string, values: unknown[]): Promise<PgResult> {
-    return runPooled(this.sequelize, {
-      ...(this.preparedStatements ? { name } : {}),
-      text,
-      values,
-    });
+    return runPooled(this.sequelize, this.#statement(name, text, values));
+  }
+
+  /** A statement named `name` to run prepared, or unnamed with `preparedStatements: false`. */
+  #statement(name: string, text: string, values: unknown[]): PgStatement {
+    return this.preparedStatements ? { name, text, values } : { text, values };
   }
 
   /**
@@ -172,15 +180,19 @@ export class PostgresStore extends SqlStore {
   /**
    * One prepared statement for the batch, in the cheapest form its outcomes allow: every
    * row succeeded (the common case) — their ids and one completion time, the batch's last
-   * (`recordSucceeded`, see sql/batch-completion.ts); none did — the full per-row form (`record`); both — the two in
-   * one statement (`recordMixed`).
+   * (`recordSucceeded`, see sql/batch-completion.ts); none did — the full per-row form
+   * (`record`); both — the two in one statement (`recordMixed`).
    */
   async recordOutcomes(outcomes: readonly Outcome[], token: ClaimToken): Promise<number> {
     if (outcomes.length === 0) return 0;
-    const succeeded = outcomes.filter((o) => o.status === 'succeeded');
-    const okIds = succeeded.map((o) => o.id);
+    const okIds: string[] = [];
+    const rest: Outcome[] = [];
+    for (const o of outcomes) {
+      if (o.status === 'succeeded') okIds.push(o.id);
+      else rest.push(o);
+    }
     const okAt = lastCompletion(outcomes);
-    if (succeeded.length === outcomes.length) {
+    if (rest.length === 0) {
       const { rowCount } = await this.#pooled(
         this.#recordSucceededName,
         this.#sql.recordSucceeded,
@@ -188,20 +200,13 @@ export class PostgresStore extends SqlStore {
       );
       return rowCount ?? 0;
     }
-    const rest = this.d.bindRows(
-      succeeded.length === 0 ? outcomes : outcomes.filter((o) => o.status !== 'succeeded'),
-      OUTCOME_COLUMNS,
-    );
-    if (succeeded.length === 0) {
-      const { rowCount } = await this.#pooled(this.#recordName, this.#sql.record, [
-        ...rest,
-        ...this.tokenBind(token),
-      ]);
+    const restBind = [...this.d.bindRows(rest, OUTCOME_COLUMNS), ...this.tokenBind(token)];
+    if (okIds.length === 0) {
+      const { rowCount } = await this.#pooled(this.#recordName, this.#sql.record, restBind);
       return rowCount ?? 0;
     }
     const { rows } = await this.#pooled(this.#recordMixedName, this.#sql.recordMixed, [
-      ...rest,
-      ...this.tokenBind(token),
+      ...restBind,
       okIds,
       okAt,
     ]);
@@ -224,11 +229,12 @@ export class PostgresStore extends SqlStore {
     const lean: LeanAcknowledgement = {
       at: ack.at,
       afterCommitFailed: ack.afterCommitFailed,
-      prepared: (at) => ({
-        ...(this.preparedStatements ? { name: this.#ackName } : {}),
-        text: this.#sql.acknowledge,
-        values: [...this.tokenBind(ack.token), id, at],
-      }),
+      prepared: (at) =>
+        this.#statement(this.#ackName, this.#sql.acknowledge, [
+          ...this.tokenBind(ack.token),
+          id,
+          at,
+        ]),
       literal: (client: PgClient, at: Date) => {
         const time = (d: Date) => `${client.escapeLiteral(d.toISOString())}::timestamptz`;
         return failingWhenLost(
