@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { ConfigurationError } from '../errors/outbox-error.js';
 import { closestName, formatConfigPath } from './config-path.js';
+import { type Duration, durationSchema, durationSeconds } from './duration.js';
 import {
   type EventDefinition,
   isEventDefinition,
@@ -11,14 +12,23 @@ import { type EventRef, isReceiverDefinition, type ReceiverDefinition } from './
 import { DEFAULT_SETTINGS, type OutboxSettings, type ResolvedSettings } from './settings.js';
 import {
   AnyEvent,
+  type DeliveryContext,
   type DeliveryFailure,
   type DeliveryMode,
   type Handler,
+  type JsonValue,
   type OutboxDelivery,
+  type OutboxEvent,
 } from './types.js';
 
 const CONFIG = Symbol.for('outboxkit.config');
 const MAX_NAME = 255;
+
+/**
+ * The lane of every receiver that names none, and of every row no named lane takes
+ * (including rows of a receiver since deleted). A relay started without a lane serves it.
+ */
+export const DEFAULT_LANE = 'default';
 
 /** What `defineOutbox` takes: everything the outbox knows, declared in one place. */
 export interface OutboxConfigInput<E extends Record<string, EventDefinition>> {
@@ -37,7 +47,17 @@ export interface ResolvedEvent {
   readonly schema: z.ZodType;
   readonly retention: Retention | undefined;
   readonly description: string | undefined;
+  /** Brings an older row's payload to this version before it is decoded. */
+  readonly upgrade: ((payload: JsonValue, fromVersion: number) => unknown) | undefined;
 }
+
+/**
+ * When a scheduled receiver's delivery comes due: a delay counted from the event's
+ * `occurredAt`, or a function of the event naming the time.
+ */
+export type ResolvedDue =
+  | { readonly kind: 'delay'; readonly seconds: number }
+  | { readonly kind: 'at'; readonly at: (event: OutboxEvent) => Date };
 
 /** One declared receiver, resolved: defaults filled in, its transport normalised. */
 export interface ResolvedReceiver {
@@ -45,7 +65,10 @@ export interface ResolvedReceiver {
   readonly key: string;
   /** The event it listens to; `undefined` for a wildcard. */
   readonly event: string | undefined;
+  /** Declared for `AnyEvent` or a topic pattern: owed the events it matches, named by none. */
   readonly wildcard: boolean;
+  /** The topic pattern (`'library.*'`) a wildcard was declared for; `undefined` for `AnyEvent`. */
+  readonly pattern: string | undefined;
   readonly mode: DeliveryMode;
   /** `handler` runs a function in a transaction; `delivery` sends through a transport. */
   readonly kind: 'handler' | 'delivery';
@@ -56,6 +79,18 @@ export interface ResolvedReceiver {
   readonly backoff: { readonly baseSeconds?: number; readonly capSeconds?: number };
   readonly timeoutSeconds: number | undefined;
   readonly onFailure: ((failure: DeliveryFailure) => unknown) | undefined;
+  /** The lane whose relays claim its rows; {@link DEFAULT_LANE} unless declared. */
+  readonly lane: string;
+  /** Also attempted right after commit, in the firing process. */
+  readonly eager: boolean;
+  /** How long a row may stay owed while it defers without counting, in seconds. */
+  readonly giveUpAfterSeconds: number | undefined;
+  /** A fan-out's targets, called at fire time inside the caller's transaction. */
+  readonly targets:
+    | ((event: OutboxEvent, context: DeliveryContext) => Iterable<string>)
+    | undefined;
+  /** A scheduled reaction's due time. */
+  readonly due: ResolvedDue | undefined;
 }
 
 /** Who receives one event, split by mode; precomputed so `fire()` does no lookups. */
@@ -80,6 +115,12 @@ export interface OutboxConfig<
   readonly eventList: readonly ResolvedEvent[];
   /** Every receiver, sorted by key. */
   readonly receivers: readonly ResolvedReceiver[];
+  /**
+   * Every lane a relay may serve, sorted: {@link DEFAULT_LANE} and each lane a durable
+   * receiver declares. A relay asked for any other lane is refused at start, because it
+   * would claim nothing and look healthy doing it.
+   */
+  readonly lanes: readonly string[];
   readonly settings: ResolvedSettings;
   /** The route of a declared event, or undefined for a name never declared. */
   route(name: string): EventRoute | undefined;
@@ -142,12 +183,31 @@ const eventOptionsSchema = z.strictObject({
   version: positiveInt('an integer ≥ 1').optional(),
   retention: retentionSchema.optional(),
   description: z.string().optional(),
+  upgrade: z
+    .custom<(...args: never[]) => unknown>((v) => typeof v === 'function', {
+      error: 'must be a function (payload, fromVersion) => payload',
+    })
+    .optional(),
 });
 
 const fn = (what: string) =>
   z.custom<(...args: never[]) => unknown>((v) => typeof v === 'function', {
     error: `must be ${what}`,
   });
+
+/**
+ * A function that is not `async`: targets and due run on every event they are owed,
+ * inside the caller's transaction, so an event-loop turn per receiver per fire is refused
+ * where it is declared (a returned promise is refused again at fire, for a wrapper).
+ */
+const plainFn = (what: string) =>
+  z.custom<(...args: never[]) => unknown>(
+    (v) =>
+      typeof v === 'function' &&
+      v.constructor?.name !== 'AsyncFunction' &&
+      v.constructor?.name !== 'AsyncGeneratorFunction',
+    { error: `must be ${what}` },
+  );
 
 const receiverOptionsSchema = z
   .strictObject({
@@ -180,6 +240,22 @@ const receiverOptionsSchema = z
     backoff: backoffSchema.optional(),
     onFailure: fn('a function (failure) => void').optional(),
     timeoutSeconds: positiveNumber('a number of seconds > 0').optional(),
+    lane: z
+      .string({ error: 'must be a string' })
+      .regex(/^[A-Za-z0-9][A-Za-z0-9_.:-]*$/, {
+        error: 'must be a lane name: letters, digits and _ . : - (starting with a letter or digit)',
+      })
+      .max(100, { error: 'must be at most 100 characters' })
+      .optional(),
+    eager: z.boolean({ error: 'must be true or false' }).optional(),
+    giveUpAfter: durationSchema.optional(),
+    targets: plainFn('a plain (not async) function (event, context) => string[]').optional(),
+    due: z
+      .union([durationSchema, plainFn('a plain (not async) function (event) => Date')], {
+        error:
+          'must be a duration such as { hours: 48 } or a plain (not async) function (event) => Date',
+      })
+      .optional(),
   })
   .superRefine((value, ctx) => {
     if (value.handle === undefined && value.deliver === undefined) {
@@ -190,6 +266,32 @@ const receiverOptionsSchema = z
     }
     if (value.handle !== undefined && value.deliver !== undefined) {
       ctx.addIssue({ code: 'custom', message: 'takes handle or deliver, not both' });
+    }
+    const nonDurable = value.mode !== undefined && value.mode !== 'durable';
+    for (const option of ['targets', 'due', 'lane', 'eager', 'giveUpAfter'] as const) {
+      if (nonDurable && value[option] !== undefined && value[option] !== false) {
+        ctx.addIssue({
+          code: 'custom',
+          path: [option],
+          message: `needs a durable receiver (mode is "${value.mode}"): ${DURABLE_ONLY[option]}`,
+        });
+      }
+    }
+    if (value.due !== undefined && value.eager === true) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['due'],
+        message:
+          'cannot be combined with eager: true, which means "attempt it at commit"; drop one of them',
+      });
+    }
+    if (value.due !== undefined && value.targets !== undefined) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['due'],
+        message:
+          'cannot be combined with targets: a recipient set resolved at fire time would be stale by the due time; fire a follow-up event whose targets resolve when it is due',
+      });
     }
     if (value.deliver !== undefined && value.mode !== undefined && value.mode !== 'durable') {
       ctx.addIssue({
@@ -211,6 +313,15 @@ const receiverOptionsSchema = z
       });
     }
   });
+
+/** Why each timing option needs a row (the message of its refusal beside another mode). */
+const DURABLE_ONLY = {
+  targets: 'one delivery row is written per target, and inline/onCommit receivers have none',
+  due: 'a scheduled delivery waits in its row, and inline/onCommit receivers have none',
+  lane: 'a lane names the relays that claim rows, and inline/onCommit receivers have none',
+  eager: 'onCommit already runs after commit, and inline inside the transaction',
+  giveUpAfter: 'it bounds deferrals the relay records, and inline/onCommit receivers have none',
+} as const;
 
 const KNOWN_KEYS: Record<string, readonly string[]> = {
   root: ['events', 'receivers', 'settings'],
@@ -346,6 +457,7 @@ export function defineOutbox<const E extends Record<string, EventDefinition>>(
       schema: definition.schema,
       retention: definition.retention,
       description: definition.description,
+      upgrade: definition.upgrade,
     });
     byDefinition.set(definition, name);
   }
@@ -378,12 +490,13 @@ export function defineOutbox<const E extends Record<string, EventDefinition>>(
       );
     }
     keys.set(key, configKey);
-    const eventName = resolveEventRef(definition.event, events, byDefinition, path);
+    const ref = resolveEventRef(definition.event, events, byDefinition, path);
     const delivery = o.deliver === undefined ? undefined : normaliseDelivery(o.deliver, key);
     receivers.push({
       key,
-      event: eventName,
-      wildcard: eventName === undefined,
+      event: ref.event,
+      wildcard: ref.event === undefined,
+      pattern: ref.pattern,
       mode: o.mode ?? 'durable',
       kind: o.handle ? 'handler' : 'delivery',
       handle: o.handle as Handler | undefined,
@@ -393,13 +506,18 @@ export function defineOutbox<const E extends Record<string, EventDefinition>>(
       backoff: o.backoff ?? {},
       timeoutSeconds: o.timeoutSeconds,
       onFailure: o.onFailure,
+      lane: o.lane ?? DEFAULT_LANE,
+      eager: o.eager ?? false,
+      giveUpAfterSeconds: o.giveUpAfter === undefined ? undefined : durationSeconds(o.giveUpAfter),
+      targets: o.targets as ResolvedReceiver['targets'],
+      due: resolveDue(o.due as Duration | ((event: OutboxEvent) => Date) | undefined),
     });
   }
   receivers.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
 
   const routes = new Map<string, EventRoute>();
   for (const event of events.values()) {
-    const mine = receivers.filter((r) => r.wildcard || r.event === event.name);
+    const mine = receivers.filter((r) => matches(r, event.name));
     routes.set(event.name, {
       event,
       inline: mine.filter((r) => r.mode === 'inline'),
@@ -417,10 +535,43 @@ export function defineOutbox<const E extends Record<string, EventDefinition>>(
     events: input.events,
     eventList,
     receivers,
+    lanes: [
+      ...new Set([
+        DEFAULT_LANE,
+        ...receivers.filter((r) => r.mode === 'durable').map((r) => r.lane),
+      ]),
+    ].sort(),
     settings,
     route: (name: string) => routes.get(name),
     receiver: (key: string) => byKey.get(key),
   });
+}
+
+/** Whether a receiver is owed events of this name. */
+function matches(r: ResolvedReceiver, name: string): boolean {
+  if (!r.wildcard) return r.event === name;
+  return r.pattern === undefined || name.startsWith(r.pattern.slice(0, -1));
+}
+
+function resolveDue(
+  due: Duration | ((event: OutboxEvent) => Date) | undefined,
+): ResolvedDue | undefined {
+  if (due === undefined) return undefined;
+  if (typeof due === 'function') return { kind: 'at', at: due };
+  return { kind: 'delay', seconds: durationSeconds(due) };
+}
+
+/**
+ * Check a topic pattern: a prefix ending in one `*`, `_` and `%` plain characters; a `*`
+ * or `?` anywhere else is refused (it would read as a glob we do not implement).
+ * @returns an error message, or undefined for a valid pattern.
+ */
+export function topicPatternProblem(pattern: string): string | undefined {
+  const body = pattern.slice(0, -1);
+  if (!pattern.endsWith('*') || body.includes('*') || pattern.includes('?')) {
+    return `"${pattern}" is not a topic pattern: only a prefix ending in one * is (e.g. "library.*"); * and ? elsewhere are refused`;
+  }
+  return undefined;
 }
 
 function resolveEventRef(
@@ -428,10 +579,15 @@ function resolveEventRef(
   events: Map<string, ResolvedEvent>,
   byDefinition: Map<EventDefinition, string>,
   path: PropertyKey[],
-): string | undefined {
-  if (ref === AnyEvent) return undefined;
+): { event: string | undefined; pattern: string | undefined } {
+  if (ref === AnyEvent) return { event: undefined, pattern: undefined };
   if (typeof ref === 'string') {
-    if (events.has(ref)) return ref;
+    if (events.has(ref)) return { event: ref, pattern: undefined };
+    if (ref.includes('*') || ref.includes('?')) {
+      const problem = topicPatternProblem(ref);
+      if (problem) throw configError(path, `listens to ${problem}`);
+      return { event: undefined, pattern: ref };
+    }
     const hint = closestName(ref, [...events.keys()]);
     throw configError(
       path,
@@ -440,7 +596,7 @@ function resolveEventRef(
   }
   if (isEventDefinition(ref)) {
     const name = byDefinition.get(ref);
-    if (name !== undefined) return name;
+    if (name !== undefined) return { event: name, pattern: undefined };
     throw configError(
       path,
       'listens to an event definition that is not registered in events; add it to defineOutbox({ events })',

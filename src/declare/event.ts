@@ -1,4 +1,5 @@
 import type { z } from 'zod';
+import type { JsonValue } from './types.js';
 
 const EVENT = Symbol.for('outboxkit.event');
 
@@ -27,6 +28,15 @@ export interface EventOptions<S extends z.ZodType> {
   readonly retention?: Retention;
   /** A sentence for the catalogue: what happened, in the domain's words. */
   readonly description?: string;
+  /**
+   * Bring a payload stored under an older `version` to the current one, before it is
+   * decoded with `schema`: handed the stored JSON and the version it was written with,
+   * it returns the payload as this version would have written it. Without it, a row of an
+   * older version is decoded as it is, and dead-letters once a breaking change stops it
+   * decoding. A throw dead-letters the row with `PayloadUpgradeFailed`, naming both
+   * versions. The catalogue publishes whether an event has one (`migratesOlderRows`).
+   */
+  readonly upgrade?: (payload: JsonValue, fromVersion: number) => unknown;
 }
 
 /** A declared event. Build it with {@link event}; its name is its key in `defineOutbox({ events })`. */
@@ -36,6 +46,7 @@ export interface EventDefinition<S extends z.ZodType = z.ZodType> {
   readonly version: number;
   readonly retention: Retention | undefined;
   readonly description: string | undefined;
+  readonly upgrade: ((payload: JsonValue, fromVersion: number) => unknown) | undefined;
 }
 
 /**
@@ -58,6 +69,7 @@ export function event<S extends z.ZodType>(options: EventOptions<S>): EventDefin
     version: options.version ?? 1,
     retention: options.retention,
     description: options.description,
+    upgrade: options.upgrade,
     // kept for validation: unknown keys are reported by defineOutbox
     ...({ rawOptions: options } as object),
   } as EventDefinition<S>;

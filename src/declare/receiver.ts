@@ -1,4 +1,5 @@
 import type { z } from 'zod';
+import type { Duration } from './duration.js';
 import type { EventDefinition } from './event.js';
 import type {
   AnyEvent,
@@ -72,10 +73,78 @@ export interface CommonReceiverOptions {
    * @defaultValue `settings.deliveryTimeoutSeconds` (30)
    */
   readonly timeoutSeconds?: number;
+  /**
+   * The relay processes that claim this receiver's rows: `npx outbox relay --lane mail`
+   * (or `runRelay({ lane: 'mail' })`) claims only the receivers declared with
+   * `lane: 'mail'`, and a relay started without a lane claims every row no named lane
+   * takes — including rows of a receiver since deleted, which it records `orphaned`. Read
+   * at claim time, never copied onto the row, so moving a receiver to another lane moves
+   * its owed rows with it. How a slow receiver stops holding up the rest; declared here
+   * rather than as relay flags because the default relay is the one that must leave it
+   * out, and an exclusion list kept in deployment manifests goes stale.
+   * @defaultValue `'default'`
+   */
+  readonly lane?: string;
+  /**
+   * Also attempt the delivery right after commit, in the firing process, with the relay
+   * as the fallback for whatever a process death loses: durability at on-commit latency,
+   * at the cost of a duplicate when the process dies mid-receiver, which at-least-once
+   * already asks every receiver to tolerate. Runs in the firing process whatever the lane.
+   * @defaultValue false
+   */
+  readonly eager?: boolean;
+  /**
+   * The bound that ends a delivery whose receiver keeps deferring with
+   * `RetryAfter(seconds, { counts: false })`, which spends no attempt (so `maxAttempts`
+   * cannot end it): once a row has been owed this long — since its due time, or since its
+   * event was recorded — the next deferral dead-letters it. Without it, a deferral that
+   * does not count is counted after all (with a warning), so every delivery still ends.
+   * Read when an attempt defers, so a deploy applies at once.
+   */
+  readonly giveUpAfter?: Duration;
+}
+
+/**
+ * A fan-out receiver's `targets`: the destinations one event is owed to (endpoint ids,
+ * tenant slugs, anything that names one). Called by `fire()` inside the caller's
+ * transaction, so it reads what the change can see, its own uncommitted rows included;
+ * a throw fails `fire()` and rolls the change back with the event. A plain function, not
+ * `async`: it runs on every event it is owed, in the middle of somebody else's write.
+ */
+export type Targets<P> = (event: OutboxEvent<P>, context: DeliveryContext) => Iterable<string>;
+
+/**
+ * A scheduled receiver's `due`: a {@link Duration} counted from the event's `occurredAt`
+ * (the domain's own time), or a plain function of the event returning the `Date` the work
+ * is due at (a time the event itself names). Called inside the caller's transaction, as
+ * {@link Targets} is.
+ */
+export type Due<P> = Duration | ((event: OutboxEvent<P>) => Date);
+
+/** The options only a durable receiver's timing takes. */
+export interface ScheduleOptions<P> {
+  /**
+   * Make the receiver a fan-out: one delivery row per target this returns, each with its
+   * own attempts, backoff and dead letter, handed to the receiver as `context.target`. A
+   * target returned twice is delivered once; returning nothing writes no row, which is how
+   * a wildcard says "not this event". Each target must be a non-empty string of at most
+   * 255 characters. See {@link Targets}.
+   */
+  readonly targets?: Targets<P>;
+  /**
+   * Make the receiver a scheduled reaction: its delivery is written now and runs at the
+   * due time (never earlier than the fire). `context.dueAt` hands the time to the
+   * receiver, which can recompute it from current state and answer an early run with
+   * `NotYet`. Refused beside `inline`/`onCommit` (no row to wait in), `eager` (which means
+   * "attempt it at commit") and `targets` (a recipient set resolved at fire time would be
+   * stale by the due time; fire a follow-up event whose targets resolve when it is due).
+   * See {@link Due}.
+   */
+  readonly due?: Due<P>;
 }
 
 /** A receiver that runs a function (a handler). */
-export interface HandlerReceiverOptions<P> extends CommonReceiverOptions {
+export interface HandlerReceiverOptions<P> extends CommonReceiverOptions, ScheduleOptions<P> {
   /**
    * The function that receives the event. Durable handlers run in the relay inside a
    * transaction that also carries the acknowledgement (`context.transaction`), so work
@@ -86,7 +155,9 @@ export interface HandlerReceiverOptions<P> extends CommonReceiverOptions {
 }
 
 /** A receiver that forwards events through a transport (Kafka, a webhook, your own). */
-export interface DeliveryReceiverOptions extends CommonReceiverOptions {
+export interface DeliveryReceiverOptions<P = unknown>
+  extends CommonReceiverOptions,
+    ScheduleOptions<P> {
   /**
    * The transport: an {@link OutboxDelivery} or a plain async function of one event. It
    * sends outside any transaction; the outcomes of a batch are recorded in one statement.
@@ -98,9 +169,19 @@ export interface DeliveryReceiverOptions extends CommonReceiverOptions {
 }
 
 /** The options of {@link receiver}. */
-export type ReceiverOptions<P> = HandlerReceiverOptions<P> | DeliveryReceiverOptions;
+export type ReceiverOptions<P> = HandlerReceiverOptions<P> | DeliveryReceiverOptions<P>;
 
-/** What a receiver listens to: an event's name, its definition (typed), or {@link AnyEvent}. */
+/**
+ * A topic pattern: every event whose name starts with the text before the final `*`
+ * (`'library.*'` is `library.BookAdded`, `library.LoanEnded`, …). `_` and `%` are plain
+ * characters; a `*` or `?` anywhere else is refused.
+ */
+export type TopicPattern = `${string}*`;
+
+/**
+ * What a receiver listens to: an event's name, its definition (typed), a
+ * {@link TopicPattern}, or {@link AnyEvent}. A pattern or `AnyEvent` declares a wildcard.
+ */
 export type EventRef = string | EventDefinition | AnyEvent;
 
 /** A declared receiver. Build it with {@link receiver}; register it in `defineOutbox({ receivers })`. */
@@ -114,7 +195,8 @@ export interface ReceiverDefinition<P = unknown> {
  * The decoded payload type a receiver of an event reference is handed.
  *
  * - an `event(...)` definition: its schema's output type;
- * - {@link AnyEvent}: `unknown`, honestly, since a wildcard is handed whatever was fired;
+ * - {@link AnyEvent} or a {@link TopicPattern}: `unknown`, honestly, since a wildcard is
+ *   handed whatever was fired;
  * - a name (a string): `never`, so a handler of any payload type is accepted here and the
  *   check is left to `npx outbox codegen`, which resolves the name and type-checks the
  *   handler against the event's payload (and generates `Handlers` types to annotate with).
@@ -125,7 +207,9 @@ export type PayloadOf<R> =
     ? z.output<S>
     : R extends AnyEvent
       ? unknown
-      : never;
+      : R extends TopicPattern
+        ? unknown
+        : never;
 
 /**
  * Declare a receiver of one event (or of every event, with {@link AnyEvent}).

@@ -31,6 +31,7 @@ export async function planDeliveries(
       target: '',
       maxAttempts: receiver.maxAttempts,
       availableAt: context.now,
+      dueAt: null,
     })),
   }));
 }

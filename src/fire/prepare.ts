@@ -108,6 +108,10 @@ function prepareEvent(
       recordedAt: now,
       retentionSeconds: typeof retention === 'object' ? Math.round(retention.days * 86_400) : null,
       deleteWhen: typeof retention === 'string' ? retention : null,
+      actor: null,
+      correlationId: null,
+      causedBy: null,
+      suppressedReason: null,
     },
   };
 }

@@ -24,6 +24,9 @@ export const EVENT_COLUMNS = (
     `${alias}.idempotency_key AS event_idempotency_key`,
     `${timestamp(`${alias}.occurred_at`)} AS event_occurred_at`,
     `${timestamp(`${alias}.recorded_at`)} AS event_recorded_at`,
+    `${alias}.actor AS event_actor`,
+    `${alias}.correlation_id AS event_correlation_id`,
+    `${alias}.caused_by AS event_caused_by`,
   ].join(', ');
 
 /** A timestamp column: a Date from PostgreSQL, epoch milliseconds from SQLite. */
@@ -49,6 +52,12 @@ export function toStoredEvent(r: Row): StoredEvent {
     idempotencyKey: (r.event_idempotency_key as string | null) ?? null,
     occurredAt: toDate(r.event_occurred_at),
     recordedAt: toDate(r.event_recorded_at),
+    actor: (r.event_actor as string | null) ?? null,
+    correlationId: (r.event_correlation_id as string | null) ?? null,
+    causedBy:
+      r.event_caused_by === null || r.event_caused_by === undefined
+        ? null
+        : String(r.event_caused_by),
   };
 }
 

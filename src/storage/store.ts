@@ -14,6 +14,14 @@ export interface EventRowInput {
   readonly recordedAt: Date;
   readonly retentionSeconds: number | null;
   readonly deleteWhen: string | null;
+  /** Who caused the event (the attribution scope's actor key), or null. */
+  readonly actor: string | null;
+  /** The chain's correlation id: the request's, inherited by every event fired in reaction. */
+  readonly correlationId: string | null;
+  /** The sequence of the event whose receiver fired this one, or null. */
+  readonly causedBy: string | null;
+  /** Why the event was recorded without deliveries (`suppressed`), or null. */
+  readonly suppressedReason: string | null;
   /** The delivery rows this event owes, written only if the event row is new. */
   readonly deliveries: readonly DeliveryRowInput[];
 }
@@ -24,6 +32,8 @@ export interface DeliveryRowInput {
   readonly target: string;
   readonly maxAttempts: number;
   readonly availableAt: Date;
+  /** A scheduled delivery's due time (equal to `availableAt`), or null for one owed at once. */
+  readonly dueAt: Date | null;
 }
 
 /** What writing one event produced. */
@@ -47,6 +57,10 @@ export interface StoredEvent {
   readonly idempotencyKey: string | null;
   readonly occurredAt: Date;
   readonly recordedAt: Date;
+  readonly actor: string | null;
+  readonly correlationId: string | null;
+  /** The parent event's sequence, or null. */
+  readonly causedBy: string | null;
 }
 
 /** Identifies one claim: who took the rows, and when (on the real clock). */

@@ -37,7 +37,13 @@ describe.skipIf(!inject('pgAvailable'))('ordering-key locks of the insert [postg
     recordedAt: new Date(),
     retentionSeconds: null,
     deleteWhen: null,
-    deliveries: [{ receiverKey: 'r.one', target: '', maxAttempts: 5, availableAt: new Date() }],
+    actor: null,
+    correlationId: null,
+    causedBy: null,
+    suppressedReason: null,
+    deliveries: [
+      { receiverKey: 'r.one', target: '', maxAttempts: 5, availableAt: new Date(), dueAt: null },
+    ],
   });
 
   const advisoryLocksHeld = async (transaction: import('sequelize').Transaction) =>

@@ -70,7 +70,13 @@ describeEachDialect('OutboxStore conformance', (dialect) => {
     recordedAt: T0,
     retentionSeconds: null,
     deleteWhen: null,
-    deliveries: [{ receiverKey: 'r.one', target: '', maxAttempts: 5, availableAt: T0 }],
+    actor: null,
+    correlationId: null,
+    causedBy: null,
+    suppressedReason: null,
+    deliveries: [
+      { receiverKey: 'r.one', target: '', maxAttempts: 5, availableAt: T0, dueAt: null },
+    ],
   });
 
   const claim = (

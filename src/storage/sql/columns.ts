@@ -20,6 +20,10 @@ export const EVENT_INSERT_COLUMNS: readonly RowColumn<EventRowInput>[] = [
   { name: 'recorded_at', type: 'timestamp', value: (e) => e.recordedAt },
   { name: 'retention_seconds', type: 'integer', value: (e) => e.retentionSeconds },
   { name: 'delete_when', type: 'text', value: (e) => e.deleteWhen },
+  { name: 'actor', type: 'text', value: (e) => e.actor },
+  { name: 'correlation_id', type: 'text', value: (e) => e.correlationId },
+  { name: 'caused_by', type: 'bigint', value: (e) => e.causedBy },
+  { name: 'suppressed_reason', type: 'text', value: (e) => e.suppressedReason },
 ];
 
 /**
@@ -32,6 +36,7 @@ export const DELIVERY_INSERT_COLUMNS: readonly RowColumn<DeliveryRowInput>[] = [
   { name: 'target', type: 'text', value: (x) => x.target },
   { name: 'max_attempts', type: 'integer', value: (x) => x.maxAttempts },
   { name: 'available_at', type: 'timestamp', value: (x) => x.availableAt },
+  { name: 'due_at', type: 'timestamp', value: (x) => x.dueAt },
 ];
 
 /** The columns of one recorded outcome, the `v` of `recordSet` (conditions.ts). */
