@@ -8,7 +8,12 @@ import {
   type Retention,
   rawEventOptions,
 } from './event.js';
-import { type EventRef, isReceiverDefinition, type ReceiverDefinition } from './receiver.js';
+import {
+  type EventRef,
+  type FiringEvent,
+  isReceiverDefinition,
+  type ReceiverDefinition,
+} from './receiver.js';
 import { DEFAULT_SETTINGS, type OutboxSettings, type ResolvedSettings } from './settings.js';
 import {
   AnyEvent,
@@ -18,7 +23,6 @@ import {
   type Handler,
   type JsonValue,
   type OutboxDelivery,
-  type OutboxEvent,
 } from './types.js';
 
 const CONFIG = Symbol.for('outboxkit.config');
@@ -57,7 +61,7 @@ export interface ResolvedEvent {
  */
 export type ResolvedDue =
   | { readonly kind: 'delay'; readonly seconds: number }
-  | { readonly kind: 'at'; readonly at: (event: OutboxEvent) => Date };
+  | { readonly kind: 'at'; readonly at: (event: FiringEvent) => Date | Promise<Date> };
 
 /** One declared receiver, resolved: defaults filled in, its transport normalised. */
 export interface ResolvedReceiver {
@@ -87,7 +91,10 @@ export interface ResolvedReceiver {
   readonly giveUpAfterSeconds: number | undefined;
   /** A fan-out's targets, called at fire time inside the caller's transaction. */
   readonly targets:
-    | ((event: OutboxEvent, context: DeliveryContext) => Iterable<string>)
+    | ((
+        event: FiringEvent,
+        context: DeliveryContext,
+      ) => Iterable<string> | Promise<Iterable<string>>)
     | undefined;
   /** A scheduled reaction's due time. */
   readonly due: ResolvedDue | undefined;
@@ -99,6 +106,11 @@ export interface EventRoute {
   readonly inline: readonly ResolvedReceiver[];
   readonly onCommit: readonly ResolvedReceiver[];
   readonly durable: readonly ResolvedReceiver[];
+  /**
+   * Whether a durable receiver of it is a fan-out or scheduled (`targets` or `due`), so
+   * planning must call their functions; false keeps `fire()`'s plan a plain map.
+   */
+  readonly schedules: boolean;
 }
 
 /**
@@ -195,20 +207,6 @@ const fn = (what: string) =>
     error: `must be ${what}`,
   });
 
-/**
- * A function that is not `async`: targets and due run on every event they are owed,
- * inside the caller's transaction, so an event-loop turn per receiver per fire is refused
- * where it is declared (a returned promise is refused again at fire, for a wrapper).
- */
-const plainFn = (what: string) =>
-  z.custom<(...args: never[]) => unknown>(
-    (v) =>
-      typeof v === 'function' &&
-      v.constructor?.name !== 'AsyncFunction' &&
-      v.constructor?.name !== 'AsyncGeneratorFunction',
-    { error: `must be ${what}` },
-  );
-
 const receiverOptionsSchema = z
   .strictObject({
     handle: fn('a function (event, context) => void').optional(),
@@ -249,11 +247,10 @@ const receiverOptionsSchema = z
       .optional(),
     eager: z.boolean({ error: 'must be true or false' }).optional(),
     giveUpAfter: durationSchema.optional(),
-    targets: plainFn('a plain (not async) function (event, context) => string[]').optional(),
+    targets: fn('a function (event, context) => string[]').optional(),
     due: z
-      .union([durationSchema, plainFn('a plain (not async) function (event) => Date')], {
-        error:
-          'must be a duration such as { hours: 48 } or a plain (not async) function (event) => Date',
+      .union([durationSchema, fn('a function (event) => Date')], {
+        error: 'must be a duration such as { hours: 48 } or a function (event) => Date',
       })
       .optional(),
   })
@@ -510,7 +507,9 @@ export function defineOutbox<const E extends Record<string, EventDefinition>>(
       eager: o.eager ?? false,
       giveUpAfterSeconds: o.giveUpAfter === undefined ? undefined : durationSeconds(o.giveUpAfter),
       targets: o.targets as ResolvedReceiver['targets'],
-      due: resolveDue(o.due as Duration | ((event: OutboxEvent) => Date) | undefined),
+      due: resolveDue(
+        o.due as Duration | ((event: FiringEvent) => Date | Promise<Date>) | undefined,
+      ),
     });
   }
   receivers.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
@@ -518,11 +517,13 @@ export function defineOutbox<const E extends Record<string, EventDefinition>>(
   const routes = new Map<string, EventRoute>();
   for (const event of events.values()) {
     const mine = receivers.filter((r) => matches(r, event.name));
+    const durable = mine.filter((r) => r.mode === 'durable');
     routes.set(event.name, {
       event,
       inline: mine.filter((r) => r.mode === 'inline'),
       onCommit: mine.filter((r) => r.mode === 'onCommit'),
-      durable: mine.filter((r) => r.mode === 'durable'),
+      durable,
+      schedules: durable.some((r) => r.targets !== undefined || r.due !== undefined),
     });
   }
   const byKey = new Map(receivers.map((r) => [r.key, r]));
@@ -554,7 +555,7 @@ function matches(r: ResolvedReceiver, name: string): boolean {
 }
 
 function resolveDue(
-  due: Duration | ((event: OutboxEvent) => Date) | undefined,
+  due: Duration | ((event: FiringEvent) => Date | Promise<Date>) | undefined,
 ): ResolvedDue | undefined {
   if (due === undefined) return undefined;
   if (typeof due === 'function') return { kind: 'at', at: due };

@@ -107,19 +107,37 @@ export interface CommonReceiverOptions {
 /**
  * A fan-out receiver's `targets`: the destinations one event is owed to (endpoint ids,
  * tenant slugs, anything that names one). Called by `fire()` inside the caller's
- * transaction, so it reads what the change can see, its own uncommitted rows included;
- * a throw fails `fire()` and rolls the change back with the event. A plain function, not
- * `async`: it runs on every event it is owed, in the middle of somebody else's write.
+ * transaction (`context.transaction`), so a lookup reads what the change can see, its own
+ * uncommitted rows included; a throw (or a rejection) fails `fire()` and rolls the change
+ * back with the event.
+ *
+ * It may return the targets or a promise of them. The reference (written for Python)
+ * refuses an `async` one, because there each call costs an event loop; in JavaScript a
+ * function that reads the database cannot be synchronous, and awaiting costs a microtask,
+ * so refusing it would make the table lookup the option exists for impossible. A plain
+ * function returning an array is never awaited. It is still a query in the hot path: it
+ * runs on every event it is owed (for a wildcard, every event fired), so make the lookup
+ * indexed and return early for events it can rule out without one.
  */
-export type Targets<P> = (event: OutboxEvent<P>, context: DeliveryContext) => Iterable<string>;
+export type Targets<P> = (
+  event: FiringEvent<P>,
+  context: DeliveryContext,
+) => Iterable<string> | Promise<Iterable<string>>;
+
+/**
+ * The event a `targets` or `due` function is handed at fire time: everything the
+ * receivers will see but the `sequence`, which the database draws when the row is written
+ * (in the same statement as the deliveries these functions decide).
+ */
+export type FiringEvent<P = unknown> = Omit<OutboxEvent<P>, 'sequence'>;
 
 /**
  * A scheduled receiver's `due`: a {@link Duration} counted from the event's `occurredAt`
- * (the domain's own time), or a plain function of the event returning the `Date` the work
- * is due at (a time the event itself names). Called inside the caller's transaction, as
- * {@link Targets} is.
+ * (the domain's own time), or a function of the event returning the `Date` (or a promise
+ * of it) the work is due at, for a time the event itself names. Called inside the caller's
+ * transaction, as {@link Targets} is, on the same terms.
  */
-export type Due<P> = Duration | ((event: OutboxEvent<P>) => Date);
+export type Due<P> = Duration | ((event: FiringEvent<P>) => Date | Promise<Date>);
 
 /** The options only a durable receiver's timing takes. */
 export interface ScheduleOptions<P> {

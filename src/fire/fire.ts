@@ -32,7 +32,11 @@ export async function fireEvents(
   const transaction = resolveTransaction(rt.sequelize, explicit);
   if (prepared.length === 0) return [];
   const inTransaction = async (t: Transaction): Promise<FiredEvent[]> => {
-    const planned = await planDeliveries(prepared, { now, transaction: t });
+    const planned = await planDeliveries(prepared, {
+      now,
+      transaction: t,
+      where: (i) => (messages.length > 1 ? `${where}[${i}]` : where),
+    });
     const fired = await writeEvents(rt, planned, t);
     await runInlineReceivers(planned, fired, t);
     arrangeAfterCommit(rt, planned, fired, t);
