@@ -320,7 +320,17 @@ const DURABLE_ONLY = {
   giveUpAfter: 'it bounds deferrals the relay records, and inline/onCommit receivers have none',
 } as const;
 
+/** The kind of a nested options object an unknown key was found in, by its last path key. */
+function nestedKind(path: readonly PropertyKey[]): string | undefined {
+  const last = path[path.length - 1];
+  if (last === 'backoff') return 'backoff';
+  if (last === 'due' || last === 'giveUpAfter') return 'duration';
+  return undefined;
+}
+
 const KNOWN_KEYS: Record<string, readonly string[]> = {
+  backoff: ['baseSeconds', 'capSeconds'],
+  duration: ['days', 'hours', 'minutes', 'seconds', 'milliseconds'],
   root: ['events', 'receivers', 'settings'],
   settings: Object.keys(settingsSchema.shape),
   event: Object.keys(eventOptionsSchema.shape),
@@ -337,9 +347,10 @@ function raise(issues: readonly z.core.$ZodIssue[], prefix: PropertyKey[], kind:
     if (issue.code === 'unrecognized_keys') {
       return issue.keys
         .map((key) => {
-          const hint = closestName(key, KNOWN_KEYS[kind] ?? []);
+          const known = KNOWN_KEYS[nestedKind(path) ?? kind] ?? [];
+          const hint = closestName(key, known);
           const where = formatConfigPath(path);
-          return `${where} has an unknown option "${key}"${hint ? ` — did you mean "${hint}"?` : ''} (known: ${(KNOWN_KEYS[kind] ?? []).join(', ')})`;
+          return `${where} has an unknown option "${key}"${hint ? ` — did you mean "${hint}"?` : ''} (known: ${known.join(', ')})`;
         })
         .join('\n');
     }

@@ -55,4 +55,6 @@ export const durationSchema = z
   )
   .refine((d) => durationSeconds(d) > 0, {
     error: 'must be longer than zero, e.g. { hours: 48 }',
+    // only a well-formed duration is measured: an unknown part is its one complaint
+    when: (payload) => payload.issues.length === 0,
   });

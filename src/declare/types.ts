@@ -103,7 +103,14 @@ export interface DeliveryContext {
   readonly attempt: number;
   /** The fan-out target of this delivery; blank for a receiver without targets. */
   readonly target: string;
-  /** When this delivery was due (a scheduled reaction); `null` when it was owed at once. */
+  /**
+   * When this delivery became due. For a receiver declared with `due`, the due time its row
+   * was written with (or the time a `NotYet` moved it to) — what a scheduled receiver
+   * compares against: recompute the due time from current state and, if it has moved later
+   * (`moved > max(dueAt, now)`), answer with `NotYet(moved)` rather than do the work early.
+   * For any other row, when it became owed: its event's recording. `null` where no row
+   * exists (`inline`/`onCommit` receivers, and the context `targets` is asked with).
+   */
   readonly dueAt: Date | null;
   /**
    * The transaction to do database work in. For a durable handler it is the transaction

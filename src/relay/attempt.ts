@@ -239,7 +239,7 @@ export class AttemptContext implements DeliveryContext {
     this.deliveryId = row.id;
     this.attempt = row.attempts + 1;
     this.target = row.target;
-    this.dueAt = row.dueAt;
+    this.dueAt = row.dueAt ?? row.event.recordedAt;
     this.transaction = transaction;
     this.#attempt = attempt;
   }
