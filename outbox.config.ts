@@ -8,6 +8,7 @@
 import { OrderCancelled, OrderPlaced, PaymentCaptured } from './examples/shop/events.js';
 import {
   capturePayment,
+  expireUnpaidOrder,
   forwardToAnalytics,
   logOrderPlaced,
   releaseStock,
@@ -32,6 +33,11 @@ export default defineOutbox({
     'payments.capture': receiver(OrderPlaced, { handle: capturePayment, maxAttempts: 4 }),
     'mail.orderConfirmation': receiver(PaymentCaptured, { handle: sendOrderConfirmation }),
     'shop.releaseStock': receiver(OrderCancelled, { handle: releaseStock }),
+    // Scheduled: written with the order, due 48 hours after it was placed.
+    'shop.expireUnpaidOrder': receiver(OrderPlaced, {
+      handle: expireUnpaidOrder,
+      due: { hours: 48 },
+    }),
     // A transport for every event (AnyEvent): what a Kafka or webhook bridge looks like.
     'analytics.forward': receiver(AnyEvent, {
       deliver: forwardToAnalytics,

@@ -69,8 +69,13 @@ export interface DemoSummary {
   readonly retriedBy: Readonly<Record<string, { deliveries: number; firstError: string }>>;
   /** Dead letters, as the outbox stores them. */
   readonly dead: readonly DeadLetter[];
-  /** Deliveries still owed when the relay stopped (0 unless the deadline hit). */
+  /** Deliveries due and still owed when the relay stopped (0 unless the deadline hit). */
   readonly owed: number;
+  /**
+   * Deliveries whose due time is still ahead: each order's `shop.expireUnpaidOrder`, due 48
+   * hours after it was placed. Work that is on time, not a backlog.
+   */
+  readonly scheduled: number;
   readonly rolledBack: {
     readonly orderId: string;
     readonly reason: string;
@@ -243,7 +248,8 @@ interface RelayObservations {
  * Run a relay until the backlog is empty, with a live progress line on `err`.
  *
  * The relay calls `sleep` only when a claim found nothing due, so that is where the demo
- * looks at the backlog: nothing pending, claimed or waiting out a retry means done.
+ * looks at the backlog: nothing due that is pending, claimed or waiting out a retry means
+ * done (the expiries scheduled two days ahead are not a backlog).
  */
 async function relayUntilDone(
   shop: Shop,
@@ -289,8 +295,7 @@ async function relayUntilDone(
       signal: stop.signal,
       pollIntervalMs: 5,
       sleep: async (ms, signal) => {
-        const backlog = await shop.outbox.countDeliveries();
-        if (backlog.pending + backlog.claimed + backlog.failed === 0) stop.abort();
+        if ((await backlogOf(shop)).owed === 0) stop.abort();
         else await sleep(ms, signal);
       },
     });
@@ -300,6 +305,20 @@ async function relayUntilDone(
     progress.done(line);
   }
   return { delivered, retried, retriedBy };
+}
+
+/**
+ * The deliveries still owed, split by whether their due time has come: `owed` is work the
+ * relay should be doing now, `scheduled` work that is on time (a due time ahead).
+ */
+async function backlogOf(shop: Shop): Promise<{ owed: number; scheduled: number }> {
+  const [row] = await shop.sequelize.query<{ owed: number; scheduled: number }>(
+    `SELECT COALESCE(SUM(CASE WHEN due_at IS NULL OR due_at <= ? THEN 1 ELSE 0 END), 0) AS owed,
+            COALESCE(SUM(CASE WHEN due_at > ? THEN 1 ELSE 0 END), 0) AS scheduled
+       FROM outbox_deliveries WHERE status IN ('pending', 'failed', 'claimed')`,
+    { replacements: [Date.now(), Date.now()], type: QueryTypes.SELECT },
+  );
+  return { owed: Number(row.owed), scheduled: Number(row.scheduled) };
 }
 
 /** Read the outcome back from the database: the outbox's tables and the shop's. */
@@ -338,7 +357,7 @@ async function summarise(
     analyticsEvents: shop.analytics.received.filter((e) => e.orderingKey === id).length,
     logLines: run.logLines.filter((l) => l.includes(id)).length,
   };
-  const owed = backlog.pending + backlog.claimed + backlog.failed;
+  const { owed, scheduled } = await backlogOf(shop);
   const deliveredTotal = Object.values(run.relay.delivered).reduce((a, b) => a + b, 0);
   return {
     databaseFile: run.databaseFile,
@@ -352,6 +371,7 @@ async function summarise(
     retriedBy: run.relay.retriedBy,
     dead,
     owed,
+    scheduled,
     rolledBack,
     onCommitLogLines: run.logLines.length,
     fireMs: run.fireMs,
@@ -418,6 +438,9 @@ function printSummary(s: DemoSummary, say: (line?: string) => void, problems: st
   );
   say(
     `  onCommit     ${num(s.onCommitLogLines)}  "order placed" log lines, written after each commit (best effort)`,
+  );
+  say(
+    `  scheduled    ${num(s.scheduled)}  shop.expireUnpaidOrder rows, due 48 hours after their order (due: { hours: 48 })`,
   );
   if (s.owed > 0) say(`  STILL OWED   ${num(s.owed)}  deliveries the relay did not finish`);
   for (const p of problems) say(`  PROBLEM      ${p}`);

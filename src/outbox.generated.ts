@@ -85,7 +85,7 @@ export interface EventInputs {
 /** The name of a declared event. */
 export type EventName = keyof EventPayloads;
 /** The key of a declared receiver, as delivery rows and dead letters name it. */
-export type ReceiverKey = 'analytics.forward' | 'mail.orderConfirmation' | 'payments.capture' | 'shop.logOrderPlaced' | 'shop.releaseStock' | 'shop.reserveStock';
+export type ReceiverKey = 'analytics.forward' | 'mail.orderConfirmation' | 'payments.capture' | 'shop.expireUnpaidOrder' | 'shop.logOrderPlaced' | 'shop.releaseStock' | 'shop.reserveStock';
 
 /** One typed emitter per event: `emit.orderPlaced(payload, options)` fires it. */
 export interface Emitters {

@@ -39,8 +39,10 @@ describe('npx outbox demo', () => {
   let stdout: () => string;
   let stderr: () => string;
   let db: Sequelize;
-  const select = <T extends object = Record<string, unknown>>(sql: string): Promise<T[]> =>
-    db.query<T>(sql, { type: QueryTypes.SELECT });
+  const select = <T extends object = Record<string, unknown>>(
+    sql: string,
+    replacements: unknown[] = [],
+  ): Promise<T[]> => db.query<T>(sql, { type: QueryTypes.SELECT, replacements });
 
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), 'outbox-demo-test-'));
@@ -104,7 +106,7 @@ describe('npx outbox demo', () => {
     expect(summary.onCommitLogLines).toBe(placed.length);
   });
 
-  it('every delivery succeeded but the declined payment, which is a dead letter', async () => {
+  it('every delivery due succeeded but the declined payment, which is a dead letter', async () => {
     expect(summary.owed).toBe(0);
     expect(
       await select(
@@ -112,8 +114,17 @@ describe('npx outbox demo', () => {
       ),
     ).toEqual([
       { status: 'dead', n: 1 },
+      { status: 'pending', n: placed.length },
       { status: 'succeeded', n: 793 },
     ]);
+    // each placed order's expiry is scheduled two days ahead, not owed
+    expect(summary.scheduled).toBe(placed.length);
+    expect(
+      await select(
+        "SELECT COUNT(*) AS n FROM outbox_deliveries WHERE status = 'pending' AND receiver_key = 'shop.expireUnpaidOrder' AND due_at > ?",
+        [Date.now()],
+      ),
+    ).toEqual([{ n: placed.length }]);
     expect(summary.delivered).toEqual({
       'payments.capture': placed.length - 1,
       'mail.orderConfirmation': paid.length,

@@ -7,6 +7,8 @@
  * - `capturePayment`, `sendOrderConfirmation` and `releaseStock` are *durable* handlers:
  *   the relay runs them in a transaction that also records their acknowledgement, so the
  *   rows they write commit exactly when the delivery is marked done.
+ * - `expireUnpaidOrder` is a *scheduled* durable handler (`due: { hours: 48 }`): its row is
+ *   written with the order and comes due two days later.
  * - `forwardToAnalytics` is a *transport*: it sends outside any transaction.
  */
 import type { Transaction } from 'sequelize';
@@ -134,6 +136,29 @@ export async function releaseStock(event: Cancelled, context: DeliveryContext): 
   for (const { sku, quantity } of order.items) {
     await models.StockItem.increment('quantity', { by: quantity, where: { sku }, transaction });
   }
+}
+
+/**
+ * Durable and scheduled (`due: { hours: 48 }` counted from the order's `occurredAt`):
+ * cancel an order nobody paid for in two days, which puts its stock back through
+ * `shop.releaseStock`. Its row was written with the order, so the expiry exists if and only
+ * if the order does. An order paid (or cancelled) meanwhile is left alone: the receiver
+ * re-reads current state when it comes due, as a scheduled reaction must. The cancellation
+ * shares `cancelOrder`'s idempotency key, so a customer's cancel and the expiry announce it
+ * once between them.
+ */
+export async function expireUnpaidOrder(event: Placed, context: DeliveryContext): Promise<void> {
+  const { models, outbox } = shop();
+  const transaction = transactionOf(context);
+  const { orderId } = event.payload;
+  const order = await models.Order.findByPk(orderId, { transaction, lock: true });
+  if (order?.status !== 'placed') return;
+  await order.update({ status: 'cancelled' }, { transaction });
+  await outbox.fire(
+    'shop.OrderCancelled',
+    { orderId, reason: 'unpaid after 48 hours' },
+    { transaction, orderingKey: orderId, idempotencyKey: `cancel:${orderId}` },
+  );
 }
 
 /** A transport for every event (`AnyEvent`): what a Kafka or webhook bridge looks like. */

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { assertFired, drainOutbox } from '../../../testing/index.js';
-import { outbox, placeOrder, StockItem, sequelize } from './db.js';
+import { Order, outbox, placeOrder, StockItem, sequelize } from './db.js';
 
 beforeAll(async () => {
   await outbox.migrate();
@@ -22,4 +22,23 @@ it('a placed order is paid once, and the payment announced', async () => {
   expect(counts).toMatchObject({ succeeded: 4, dead: 0 });
   const [captured] = await assertFired(outbox, 'payments.PaymentCaptured', { times: 1 });
   expect(captured.amountCents).toBe(2_400); // a number: the type comes from the event's schema
+});
+
+it('an order nobody pays for is cancelled 48 hours later, and its stock put back', async () => {
+  const HOUR = 3_600_000;
+  // over the card limit: the capture is declined (a dead letter), so the order stays unpaid
+  await StockItem.create({ sku: 'grand-piano', quantity: 1 });
+  await placeOrder({
+    id: 'o-unpaid',
+    customerEmail: 'bob@mail.example',
+    items: [{ sku: 'grand-piano', quantity: 1 }],
+  });
+  await drainOutbox(outbox); // the capture runs now, the expiry is not due yet
+  expect((await Order.findByPk('o-unpaid'))?.status).toBe('placed');
+
+  // drainOutbox({ now }) moves the test to the due time; nothing earlier is skipped
+  await drainOutbox(outbox, { now: new Date(Date.now() + 48 * HOUR + 60_000) });
+  expect((await Order.findByPk('o-unpaid'))?.status).toBe('cancelled');
+  await assertFired(outbox, 'shop.OrderCancelled', { times: 1 });
+  expect((await StockItem.findByPk('grand-piano'))?.quantity).toBe(1);
 });
