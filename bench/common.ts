@@ -46,6 +46,7 @@ export const RECEIVER_KINDS = [
   'noop-deliver-batch',
   'noop-handler',
   'probe-handler',
+  'fanout10-deliver-batch',
 ] as const;
 export type ReceiverKind = (typeof RECEIVER_KINDS)[number];
 
@@ -56,6 +57,13 @@ export function isReceiverKind(value: string): value is ReceiverKind {
 /** The benchmark's one event: a small payload with a sequence number. */
 export const Ping = event({ schema: z.object({ n: z.number().int(), note: z.string() }) });
 
+/** How many delivery rows one event of a receiver kind writes. */
+export function rowsPerEvent(kind: ReceiverKind): number {
+  return kind === 'fanout10-deliver-batch' ? 10 : 1;
+}
+
+const TEN_TARGETS = Array.from({ length: 10 }, (_, i) => `endpoint-${i}`);
+
 /** What a probe handler reports when it starts on an event. */
 export type ProbeListener = (event: OutboxEvent, deliveryId: string) => void;
 
@@ -64,7 +72,9 @@ export type ProbeListener = (event: OutboxEvent, deliveryId: string) => void;
  * - `noop-delivery`: a transport with a per-event `deliver` that does nothing;
  * - `noop-deliver-batch`: a transport whose `deliverBatch` takes the whole batch in one call;
  * - `noop-handler`: a handler (runs in a transaction with its acknowledgement) that does nothing;
- * - `probe-handler`: a handler that calls `probe` first thing (the latency run's clock).
+ * - `probe-handler`: a handler that calls `probe` first thing (the latency run's clock);
+ * - `fanout10-deliver-batch`: `noop-deliver-batch` as a fan-out of ten targets, so each
+ *   event owes ten delivery rows (the drain counts rows).
  */
 export function benchConfig(kind: ReceiverKind, probe?: ProbeListener): OutboxConfig {
   switch (kind) {
@@ -78,6 +88,16 @@ export function benchConfig(kind: ReceiverKind, probe?: ProbeListener): OutboxCo
         events: { 'bench.Ping': Ping },
         receivers: {
           noop: receiver('bench.Ping', {
+            deliver: { name: 'noop-batch', deliverBatch: async () => undefined },
+          }),
+        },
+      });
+    case 'fanout10-deliver-batch':
+      return defineOutbox({
+        events: { 'bench.Ping': Ping },
+        receivers: {
+          noop: receiver('bench.Ping', {
+            targets: () => TEN_TARGETS,
             deliver: { name: 'noop-batch', deliverBatch: async () => undefined },
           }),
         },

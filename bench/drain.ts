@@ -21,6 +21,7 @@ import {
   openSequelize,
   type ReceiverKind,
   round,
+  rowsPerEvent,
   sleep,
 } from './common.js';
 import { settle } from './pg.js';
@@ -58,7 +59,8 @@ export async function benchDrain(o: DrainOptions): Promise<Record<string, unknow
     const seedSeconds = await seedBacklog(outbox, o.events);
     const settleSeconds = await settle(schema);
 
-    const tracker = drainTracker(o.events);
+    const rows = o.events * (bare ? 1 : rowsPerEvent(o.kind as ReceiverKind));
+    const tracker = drainTracker(rows);
     const group = bare
       ? await startWorkers<BareWorkerOptions>(
           BARE_WORKER,
@@ -89,7 +91,7 @@ export async function benchDrain(o: DrainOptions): Promise<Record<string, unknow
     const { seconds, reports } = await timeDrain(group, tracker, `${o.kind} x${o.relays}`);
     const counts = await outbox.countDeliveries();
     await outbox.close();
-    if (counts.succeeded !== o.events) {
+    if (counts.succeeded !== rows) {
       throw new Error(
         `drain of ${o.kind} by ${o.relays} processes did not finish: ${JSON.stringify(counts)}`,
       );
@@ -100,11 +102,13 @@ export async function benchDrain(o: DrainOptions): Promise<Record<string, unknow
       receiver: o.kind,
       relays: o.relays,
       events: o.events,
+      deliveries: rows,
       batchSize: o.batchSize,
       concurrency: o.concurrency,
       ...(o.experiment ? { experiment: o.experiment } : {}),
       seconds: round(seconds),
       eventsPerSecond: Math.round(o.events / seconds),
+      deliveriesPerSecond: Math.round(rows / seconds),
       perRelay: reports.map((r) => r.delivered),
       claims: reports.reduce((a, r) => a + (r.report.passes ?? 0), 0),
       seedSeconds: round(seedSeconds, 2),

@@ -27,6 +27,7 @@ const DRAIN_KINDS: readonly DrainKind[] = [
   'noop-delivery',
   'noop-deliver-batch',
   'noop-handler',
+  'fanout10-deliver-batch',
   'bare-transport',
   'bare-handler',
 ];

@@ -7,6 +7,8 @@
  *   one statement (a CTE), parameters bound, no validation: the floor any outbox pays.
  * - `fire`: the same plus `outbox.fire()` (zod validation, JSON encoding, uuid v7, the
  *   outbox's one-statement INSERT of event and delivery rows), with the default wakeup.
+ * - `fanout10`: the same as `fire` for an event whose one receiver is a fan-out of 10
+ *   targets (`targets` returning ten ids): one event row and ten delivery rows.
  * They run interleaved in rounds, the order rotating each round, so drift in the machine's
  * load hits all three alike. Each transaction is timed from before BEGIN to after COMMIT.
  * The tables are VACUUMed (ANALYZE) and a CHECKPOINT taken before the warm-up.
@@ -30,13 +32,21 @@ export interface WriteCostOptions {
 const OrderPlaced = event({
   schema: z.object({ orderId: z.string(), customer: z.string(), total: z.string() }),
 });
+const OrderFannedOut = event({ schema: OrderPlaced.schema });
+const TEN_TARGETS = Array.from({ length: 10 }, (_, i) => `endpoint-${i}`);
 const config = defineOutbox({
-  events: { 'bench.OrderPlaced': OrderPlaced },
-  receivers: { 'bench.ship': receiver(OrderPlaced, { deliver: async () => {} }) },
+  events: { 'bench.OrderPlaced': OrderPlaced, 'bench.OrderFannedOut': OrderFannedOut },
+  receivers: {
+    'bench.ship': receiver(OrderPlaced, { deliver: async () => {} }),
+    'bench.hooks': receiver(OrderFannedOut, {
+      targets: () => TEN_TARGETS,
+      deliver: async () => {},
+    }),
+  },
 });
 
-type Variant = 'none' | 'bare' | 'fire';
-const VARIANTS: readonly Variant[] = ['none', 'bare', 'fire'];
+type Variant = 'none' | 'bare' | 'fire' | 'fanout10';
+const VARIANTS: readonly Variant[] = ['none', 'bare', 'fire', 'fanout10'];
 
 export async function benchWriteCost(o: WriteCostOptions): Promise<Record<string, unknown>> {
   const sequelize = openSequelize(2);
@@ -84,13 +94,15 @@ export async function benchWriteCost(o: WriteCostOptions): Promise<Record<string
           });
         } else if (variant === 'fire') {
           await outbox.fire('bench.OrderPlaced', payload, { transaction });
+        } else if (variant === 'fanout10') {
+          await outbox.fire('bench.OrderFannedOut', payload, { transaction });
         }
       });
       return performance.now() - started;
     };
 
     for (let i = 0; i < o.warmup; i++) for (const v of VARIANTS) await run(v);
-    const times: Record<Variant, number[]> = { none: [], bare: [], fire: [] };
+    const times: Record<Variant, number[]> = { none: [], bare: [], fire: [], fanout10: [] };
     const perRound = Math.ceil(o.iterations / o.rounds);
     for (let r = 0; r < o.rounds; r++) {
       const order = VARIANTS.map((_, i) => VARIANTS[(i + r) % VARIANTS.length]);
@@ -106,19 +118,36 @@ export async function benchWriteCost(o: WriteCostOptions): Promise<Record<string
         return [v, { mean, p50: quantile(sorted, 0.5), p99: quantile(sorted, 0.99) }];
       }),
     ) as Record<Variant, { mean: number; p50: number; p99: number }>;
-    const { none, bare, fire } = stats;
+    const { none, bare, fire, fanout10 } = stats;
     const figure = {
       bench: 'write-cost',
       iterations: perRound * o.rounds,
       rounds: o.rounds,
-      meanMs: { none: round(none.mean), bare: round(bare.mean), fire: round(fire.mean) },
-      p50Ms: { none: round(none.p50), bare: round(bare.p50), fire: round(fire.p50) },
-      p99Ms: { none: round(none.p99), bare: round(bare.p99), fire: round(fire.p99) },
+      meanMs: {
+        none: round(none.mean),
+        bare: round(bare.mean),
+        fire: round(fire.mean),
+        fanout10: round(fanout10.mean),
+      },
+      p50Ms: {
+        none: round(none.p50),
+        bare: round(bare.p50),
+        fire: round(fire.p50),
+        fanout10: round(fanout10.p50),
+      },
+      p99Ms: {
+        none: round(none.p99),
+        bare: round(bare.p99),
+        fire: round(fire.p99),
+        fanout10: round(fanout10.p99),
+      },
       /** Ratios of medians: robust to the outliers other work on the machine causes. */
       ratio: {
         fireVsNone: round(fire.p50 / none.p50),
         bareVsNone: round(bare.p50 / none.p50),
         fireVsBare: round(fire.p50 / bare.p50),
+        /** A fan-out of ten targets against one receiver's fire(). */
+        fanout10VsFire: round(fanout10.p50 / fire.p50),
       },
       ratioOfMeans: {
         fireVsNone: round(fire.mean / none.mean),
@@ -139,22 +168,26 @@ export async function benchWriteCost(o: WriteCostOptions): Promise<Record<string
   }
 }
 
-/** Every bare and fire transaction wrote exactly one event and one delivery. */
+/**
+ * Every bare and fire transaction wrote exactly one event and one delivery, and every
+ * fanout10 one an event and ten.
+ */
 async function checkRows(
   sequelize: Sequelize,
   schema: string,
   o: WriteCostOptions,
   perRound: number,
 ): Promise<void> {
-  const expected = 2 * (o.warmup + perRound * o.rounds);
+  const each = o.warmup + perRound * o.rounds;
+  const expected = { events: 3 * each, deliveries: 2 * each + 10 * each };
   const [rows] = (await sequelize.query(
     `SELECT (SELECT count(*) FROM "${schema}"."outbox_events")::int AS events,
             (SELECT count(*) FROM "${schema}"."outbox_deliveries")::int AS deliveries`,
   )) as [{ events: number; deliveries: number }[], unknown];
   const { events, deliveries } = rows[0];
-  if (events !== expected || deliveries !== expected) {
+  if (events !== expected.events || deliveries !== expected.deliveries) {
     throw new Error(
-      `write-cost wrote ${events} events and ${deliveries} deliveries; expected ${expected} of each`,
+      `write-cost wrote ${events} events and ${deliveries} deliveries; expected ${expected.events} and ${expected.deliveries}`,
     );
   }
 }
