@@ -1,5 +1,6 @@
 import type { Transaction } from 'sequelize';
 import type { Runtime } from '../runtime.js';
+import { arrangeEager } from './eager.js';
 import { rootOf } from './transaction.js';
 import type { FiredEvent, PlannedEvent } from './types.js';
 import { whenCommitted } from './when-committed.js';
@@ -11,6 +12,7 @@ import { whenCommitted } from './when-committed.js';
  *
  * - the `onCommit` receivers of the events this call wrote, in firing order; best effort,
  *   so a throw is logged and emitted as `fire:onCommitFailed`, never raised;
+ * - the first attempt of their `eager` durable receivers ({@link arrangeEager});
  * - one wakeup signal per outbox per transaction, naming the topics its fires wrote that
  *   durable receivers owe, sent after every onCommit receiver. A `notifyInWrite` wakeup
  *   (PostgreSQL `NOTIFY` inside the insert) needs nothing from here.
@@ -54,6 +56,9 @@ export function arrangeAfterCommit(
       }
     });
   }
+
+  // The eager receivers' first attempt, after the onCommit receivers, before the wakeup.
+  arrangeEager(rt, planned, fired, transaction);
 
   const topics = fresh.filter(({ p }) => p.route.durable.length > 0).map(({ event }) => event.name);
   if (topics.length > 0) signalWhenCommitted(rt, transaction, topics);

@@ -1,0 +1,84 @@
+import type { Transaction } from 'sequelize';
+import { claimBatch } from '../relay/claim.js';
+import { deliverBatch } from '../relay/deliver-batch.js';
+import type { Runtime } from '../runtime.js';
+import type { FiredEvent, PlannedEvent } from './types.js';
+import { whenCommitted } from './when-committed.js';
+
+/**
+ * Part of step 4 of `fire()`: the `eager` receivers' first attempt, right after commit, in
+ * the firing process — durability at on-commit latency. The row was written with the event,
+ * as for any durable receiver, so the relay is the fallback for whatever a process death
+ * loses; the price is a duplicate when the process dies mid-receiver, which at-least-once
+ * already asks every receiver to tolerate.
+ *
+ * The attempt goes through the relay's own claim, narrowed to the rows just written, so it
+ * is the relay's path in every respect: the claim skips a row held back by an earlier event
+ * of its ordering key or already taken by a relay a wakeup reached first, a handler's work
+ * commits with its acknowledgement, and a failure is an ordinary failed attempt (retried by
+ * the relay after its backoff). It runs whatever the receiver's lane, and before the wakeup
+ * is signalled, so a relay woken by this commit finds the row already done.
+ *
+ * The commit awaits the attempt, as it awaits `onCommit` receivers: when the caller's
+ * transaction resolves, the eager delivery has been attempted and recorded. Declare `eager`
+ * for receivers that are quick; a slow one holds up the caller for up to its
+ * `timeoutSeconds`. A fault of the attempt itself (the database) is logged; the row stays
+ * owed and the relay delivers it.
+ */
+export function arrangeEager(
+  rt: Runtime,
+  planned: readonly PlannedEvent[],
+  fired: readonly FiredEvent[],
+  transaction: Transaction,
+): void {
+  let sequences: string[] | undefined;
+  let keys: Set<string> | undefined;
+  for (let i = 0; i < planned.length; i++) {
+    if (fired[i].duplicate) continue;
+    for (const d of planned[i].deliveries) {
+      const receiver = rt.config.receiver(d.receiverKey);
+      if (!receiver?.eager) continue;
+      keys ??= new Set();
+      keys.add(d.receiverKey);
+      sequences ??= [];
+      if (sequences[sequences.length - 1] !== fired[i].sequence) sequences.push(fired[i].sequence);
+    }
+  }
+  if (!sequences || !keys) return;
+  const events = sequences;
+  const receivers = keys;
+  whenCommitted(transaction, () => attemptEagerly(rt, events, receivers));
+}
+
+/** Claim the eager receivers' rows of these events, and deliver them; never throws. */
+async function attemptEagerly(
+  rt: Runtime,
+  sequences: readonly string[],
+  receiverKeys: ReadonlySet<string>,
+): Promise<void> {
+  try {
+    const ids: string[] = [];
+    for (const sequence of sequences) {
+      for (const row of await rt.store.readDeliveries({ eventSequence: sequence })) {
+        if (receiverKeys.has(row.receiverKey) && row.status === 'pending') ids.push(row.id);
+      }
+    }
+    if (ids.length === 0) return;
+    const claim = await claimBatch(rt, {
+      workerId: `${rt.processId}:eager`,
+      now: rt.clock(),
+      limit: ids.length,
+      onlyIds: ids,
+    });
+    if (claim.rows.length === 0) return;
+    await deliverBatch(rt, claim.rows, claim.token, {
+      concurrency: 1,
+      leaseSeconds: claim.leaseSeconds,
+      leaseUntil: claim.leaseUntil,
+    });
+  } catch (error) {
+    rt.logger.warn('an eager attempt failed before it ran; the relay will deliver the rows', {
+      error,
+    });
+  }
+}
