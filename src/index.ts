@@ -99,6 +99,7 @@ export {
   attributed,
   causedBy,
   currentScope,
+  propagateScope,
   SCOPE_HEADER_PREFIX,
   suppressed,
 } from './scope/index.js';

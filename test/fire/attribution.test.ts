@@ -9,6 +9,7 @@ import {
   event,
   type FireOptions,
   type OutboxEvent,
+  propagateScope,
   receiver,
   type Scope,
   ValidationError,
@@ -372,6 +373,34 @@ describeEachDialect('attribution: scopes on AsyncLocalStorage, recorded by fire(
     expect(() => causedBy({ sequence: 'seven', correlationId: null }, () => 1)).toThrow(
       ValidationError,
     );
+  });
+
+  it('propagateScope carries the scope into a queue started outside the block, and is reusable', async () => {
+    // A worker loop started outside any block runs every job in its own (empty) context.
+    const jobs: (() => Promise<unknown>)[] = [];
+    const done: Promise<unknown>[] = [];
+    const worker = setInterval(() => {
+      for (const job of jobs.splice(0)) done.push(job());
+    }, 1);
+    try {
+      const lost = () => fireOne();
+      await attributed({ actor: 'user:12', correlationId: 'req-12' }, async () => {
+        const carried = propagateScope(() => fireOne());
+        jobs.push(lost, carried, carried);
+      });
+      await vi.waitFor(() => expect(done).toHaveLength(3));
+      const [plain, first, second] = (await Promise.all(done)) as AttributionRow[];
+      expect(plain.actor).toBeNull();
+      expect([first, second]).toMatchObject([
+        { actor: 'user:12', correlation_id: 'req-12' },
+        { actor: 'user:12', correlation_id: 'req-12' },
+      ]);
+    } finally {
+      clearInterval(worker);
+    }
+    // Made outside every block, the wrapper carries nothing, even called inside one.
+    const bare = propagateScope(() => currentScope().actorKey);
+    expect(attributed({ actor: 'user:13' }, () => bare())).toBeNull();
   });
 
   it('attribution reads the scope once per fire() call, not per event', async () => {
