@@ -24,7 +24,8 @@ export interface FireOptions {
   readonly orderingKey?: string;
   /**
    * Metadata besides the payload (a trace context, the author); names must be non-empty,
-   * values follow the payload's JSON rules (see `encodeJson`).
+   * values follow the payload's JSON rules (see `encodeJson`). The data of a surrounding
+   * `attributed()` block joins them as `outbox-scope-<name>`; a header named here wins.
    */
   readonly headers?: Readonly<Record<string, JsonValue>>;
   /**

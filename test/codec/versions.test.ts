@@ -161,7 +161,11 @@ describeEachDialect('versions: older rows are upgraded in the one decoder', (dia
       }),
     );
     try {
-      const fired = await d.old.fire('shop.Signup', { email: 'd@x.io', name: 'Cher' });
+      const fired = await d.old.fire(
+        'shop.Signup',
+        { email: 'd@x.io', name: 'Cher' },
+        { idempotencyKey: 'signup:d' },
+      );
       // Dead at the first attempt, though the budget is five.
       expect(await drainOutbox(d.current)).toMatchObject({ dead: 1, failed: 0, succeeded: 0 });
       const [row] = await rowsOf(d.current, 'mail.welcome');
@@ -174,8 +178,14 @@ describeEachDialect('versions: older rows are upgraded in the one decoder', (dia
       ]);
       expect(d.seen).toEqual([]);
 
-      // The same error, with its fields, wherever the row is decoded.
-      const error = await assertFired(d.current, 'shop.Signup').catch((e: unknown) => e);
+      // The same error, with its fields, wherever the row is decoded: here fire()'s re-read.
+      const error = await d.current
+        .fire(
+          'shop.Signup',
+          { email: 'd@x.io', firstName: 'Cher', lastName: '' },
+          { idempotencyKey: 'signup:d' },
+        )
+        .catch((e: unknown) => e);
       expect(error).toBeInstanceOf(PayloadUpgradeFailed);
       expect(error).toMatchObject({
         code: 'OUTBOX_PAYLOAD_UPGRADE',
@@ -203,6 +213,7 @@ describeEachDialect('versions: older rows are upgraded in the one decoder', (dia
       await d.old.fire('shop.Signup', { email: 'e@x.io', name: 'Alan Turing' });
       expect(await drainOutbox(d.current)).toMatchObject({ dead: 1 });
       const [row] = await rowsOf(d.current, 'mail.welcome');
+      expect(row).toMatchObject({ status: 'dead', attempts: 1 });
       expect(row.lastError).toMatch(
         /from v1 to v2 failed .*: the hook returned a promise; upgrade must be synchronous$/,
       );
