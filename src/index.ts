@@ -54,6 +54,7 @@ export {
   NotYet,
   OutboxError,
   PayloadDecodeError,
+  PayloadUpgradeFailed,
   PermanentFailure,
   RetryAfter,
   ValidationError,
@@ -93,6 +94,15 @@ export type { DeliverPendingOptions } from './relay/deliver-pending.js';
 export type { RelayReport, RunRelayOptions } from './relay/run-relay.js';
 export type { Scheduler, TimerHandle } from './runtime.js';
 export { realScheduler } from './runtime.js';
+export type { Attribution, Cause, Scope, SuppressOptions } from './scope/index.js';
+export {
+  attributed,
+  causedBy,
+  currentScope,
+  propagateScope,
+  SCOPE_HEADER_PREFIX,
+  suppressed,
+} from './scope/index.js';
 export type {
   InProcessWakeupOptions,
   ListenNotifyOptions,

@@ -1,7 +1,7 @@
 import { formatConfigPath } from '../declare/config-path.js';
 import type { OutboxConfig } from '../declare/define-outbox.js';
 import type { JsonValue, OutboxEvent } from '../declare/types.js';
-import { PayloadDecodeError } from '../errors/outbox-error.js';
+import { PayloadDecodeError, PayloadUpgradeFailed } from '../errors/outbox-error.js';
 import type { StoredEvent } from '../storage/store.js';
 import { decodeJson } from './json.js';
 
@@ -13,9 +13,25 @@ import { decodeJson } from './json.js';
  * The JSON is parsed, then the declared schema runs over the payload, so a payload that no
  * longer round-trips fails here (in the relay: an ordinary, counted failure) rather than
  * deep inside a receiver. An event no longer declared (a wildcard receiver's) is returned
- * raw. This is where `upgrade` of older versions will land: the version is read here.
+ * raw.
+ *
+ * Versions, by the row's version against the declared one:
+ *
+ * - **older, with `upgrade`**: the stored JSON goes through `upgrade(payload, fromVersion)`
+ *   first, and the schema decodes what it returns. The event's `version` is then the
+ *   declared one: it says which shape `payload` has, and after the hook that is the
+ *   current shape. A hook that throws (or returns a promise: it must be synchronous) raises
+ *   {@link PayloadUpgradeFailed}, which the relay dead-letters at once.
+ * - **older, without `upgrade`**: decoded as it is, keeping its stored `version`; it dead-
+ *   letters only once a breaking change stops it decoding (a {@link PayloadDecodeError}).
+ * - **newer** (a rolling deploy: a new process fired it, an old relay claimed it): decoded
+ *   with the current schema as it is, keeping its stored `version`. No hook can downgrade,
+ *   so a payload this schema refuses is an ordinary, retried `PayloadDecodeError`: the
+ *   retry lands once a relay of the new version runs (give `maxAttempts` room for a
+ *   deploy's length).
  *
  * @throws {PayloadDecodeError} naming the event, its version and the path at fault.
+ * @throws {PayloadUpgradeFailed} naming the event, both versions and what the hook said.
  */
 export function decodeEvent(config: OutboxConfig, stored: StoredEvent): OutboxEvent {
   const at = `${stored.name} v${stored.version} (event ${stored.uuid})`;
@@ -27,16 +43,23 @@ export function decodeEvent(config: OutboxConfig, stored: StoredEvent): OutboxEv
       { eventName: stored.name, version: stored.version, eventId: stored.uuid, path: 'headers' },
     );
   }
-  const schema = config.route(stored.name)?.event.schema;
+  const declared = config.route(stored.name)?.event;
   let payload: unknown = raw;
-  if (schema) {
-    const parsed = schema.safeParse(raw);
+  let version = stored.version;
+  if (declared) {
+    let input: unknown = raw;
+    if (declared.upgrade && stored.version < declared.version) {
+      input = upgradePayload(declared.upgrade, raw as JsonValue, stored, declared.version);
+      version = declared.version;
+    }
+    const parsed = declared.schema.safeParse(input);
     if (!parsed.success) {
       const issue = parsed.error.issues[0];
       const path = formatConfigPath(['payload', ...issue.path]);
       const where = issue.path.length > 0 ? issue.path.join('.') : 'payload';
+      const upgraded = version !== stored.version ? ` once upgraded to v${version}` : '';
       throw new PayloadDecodeError(
-        `stored payload of ${at} no longer decodes: ${where} ${issue.message}`,
+        `stored payload of ${at} no longer decodes${upgraded}: ${where} ${issue.message}`,
         {
           eventName: stored.name,
           version: stored.version,
@@ -52,14 +75,51 @@ export function decodeEvent(config: OutboxConfig, stored: StoredEvent): OutboxEv
     id: stored.uuid,
     sequence: stored.sequence,
     name: stored.name,
-    version: stored.version,
+    version,
     payload,
     headers: headers as Record<string, JsonValue>,
     orderingKey: stored.orderingKey,
     idempotencyKey: stored.idempotencyKey,
     occurredAt: stored.occurredAt,
     recordedAt: stored.recordedAt,
+    actor: stored.actor,
+    correlationId: stored.correlationId,
+    causedBy: stored.causedBy,
   };
+}
+
+/** Run an event's `upgrade` hook over a stored payload; its failure is named, never raw. */
+function upgradePayload(
+  upgrade: (payload: JsonValue, fromVersion: number) => unknown,
+  raw: JsonValue,
+  stored: StoredEvent,
+  toVersion: number,
+): unknown {
+  const failed = (reason: string, cause?: unknown) =>
+    new PayloadUpgradeFailed({
+      eventName: stored.name,
+      fromVersion: stored.version,
+      toVersion,
+      eventId: stored.uuid,
+      reason,
+      cause,
+    });
+  let upgraded: unknown;
+  try {
+    upgraded = upgrade(raw, stored.version);
+  } catch (error) {
+    throw failed(error instanceof Error ? error.message : String(error), error);
+  }
+  if (
+    typeof upgraded === 'object' &&
+    upgraded !== null &&
+    typeof (upgraded as { then?: unknown }).then === 'function'
+  ) {
+    // A rejected promise nobody awaits would be an unhandled rejection: observe it.
+    (upgraded as Promise<unknown>).then(undefined, () => {});
+    throw failed('the hook returned a promise; upgrade must be synchronous');
+  }
+  return upgraded;
 }
 
 function parseColumn(value: unknown, stored: StoredEvent, path: string, at: string): unknown {

@@ -72,7 +72,11 @@ export interface OutboxEvent<P = unknown> {
   readonly sequence: string;
   /** The declared event name, which is also its topic, e.g. `shop.OrderPlaced`. */
   readonly name: string;
-  /** The schema version the payload was written with. */
+  /**
+   * The schema version of `payload` as handed over: the version the row was written with,
+   * except after the event's `upgrade` brought an older row to the declared version — then
+   * the declared one, since that is the shape the payload now has.
+   */
   readonly version: number;
   /** The decoded payload. */
   readonly payload: P;
@@ -86,6 +90,23 @@ export interface OutboxEvent<P = unknown> {
   readonly occurredAt: Date;
   /** When the event row was written. */
   readonly recordedAt: Date;
+  /**
+   * Who caused the event: the actor key of the `attributed()` block it was fired in
+   * (`User:42`, `system:import`), or `null`.
+   */
+  readonly actor: string | null;
+  /**
+   * The chain's correlation id: the one `attributed()` set where the chain began or, with
+   * none set, the UUID of the event that began it. Every event fired by a receiver of this
+   * one carries it on, so one query finds the request and everything it set off, hours
+   * later. `null` only on rows written before attribution was recorded.
+   */
+  readonly correlationId: string | null;
+  /**
+   * The sequence of the event whose receiver fired this one (one hop of causation), or
+   * `null` for an event fired outside any receiver.
+   */
+  readonly causedBy: string | null;
 }
 
 /**

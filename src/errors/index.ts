@@ -5,6 +5,7 @@ export {
   DeliveryTimeout,
   OutboxError,
   PayloadDecodeError,
+  PayloadUpgradeFailed,
   ValidationError,
 } from './outbox-error.js';
 export { NotYet, PermanentFailure, RetryAfter } from './signals.js';

@@ -7,13 +7,16 @@
  * - `OUTBOX_DELIVERY`: a receiver's attempt failed ({@link DeliveryError}).
  * - `OUTBOX_DELIVERY_TIMEOUT`: an attempt outran its time limit ({@link DeliveryTimeout}).
  * - `OUTBOX_PAYLOAD_DECODE`: a stored event no longer decodes ({@link PayloadDecodeError}).
+ * - `OUTBOX_PAYLOAD_UPGRADE`: an event's `upgrade` hook threw on an older row
+ *   ({@link PayloadUpgradeFailed}).
  */
 export type OutboxErrorCode =
   | 'OUTBOX_CONFIGURATION'
   | 'OUTBOX_VALIDATION'
   | 'OUTBOX_DELIVERY'
   | 'OUTBOX_DELIVERY_TIMEOUT'
-  | 'OUTBOX_PAYLOAD_DECODE';
+  | 'OUTBOX_PAYLOAD_DECODE'
+  | 'OUTBOX_PAYLOAD_UPGRADE';
 
 /**
  * The root of every error outboxkit raises on purpose.
@@ -149,5 +152,47 @@ export class PayloadDecodeError extends OutboxError {
     this.version = options.version;
     this.eventId = options.eventId;
     this.path = options.path;
+  }
+}
+
+/**
+ * An event's `upgrade` hook threw (or answered with a promise) while bringing a row stored
+ * under an older version to the current one.
+ *
+ * Its own type, and not a {@link PayloadDecodeError}, because an operator reading
+ * `last_error` needs to know that the hook ran and what it said, not that something
+ * unspecified went wrong between the row and the receiver. The relay dead-letters the row
+ * at once, as it does a `PermanentFailure`: the hook is code, and the same row through the
+ * same code fails the same way on every retry; a deploy that fixes the hook and a
+ * `requeueDead` bring it back. Raised by the ONE decoder, so `fire()`'s idempotent re-read
+ * and `assertFired` raise it too. The hook's own error is the `cause`.
+ */
+export class PayloadUpgradeFailed extends OutboxError {
+  /** The event's name. */
+  readonly eventName: string;
+  /** The version the row was written with. */
+  readonly fromVersion: number;
+  /** The version the event is declared with now, which the hook was to bring it to. */
+  readonly toVersion: number;
+  /** The event's UUID. */
+  readonly eventId: string;
+
+  constructor(options: {
+    eventName: string;
+    fromVersion: number;
+    toVersion: number;
+    eventId: string;
+    /** What the hook said: its error's message, or why its answer was refused. */
+    reason: string;
+    cause?: unknown;
+  }) {
+    super(
+      `upgrade of ${options.eventName} from v${options.fromVersion} to v${options.toVersion} failed for event ${options.eventId}: ${options.reason}`,
+      { code: 'OUTBOX_PAYLOAD_UPGRADE', cause: options.cause },
+    );
+    this.eventName = options.eventName;
+    this.fromVersion = options.fromVersion;
+    this.toVersion = options.toVersion;
+    this.eventId = options.eventId;
   }
 }

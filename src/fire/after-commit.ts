@@ -1,5 +1,6 @@
 import type { Transaction } from 'sequelize';
 import type { Runtime } from '../runtime.js';
+import { withCause } from '../scope/caused-by.js';
 import { arrangeEager } from './eager.js';
 import { rootOf } from './transaction.js';
 import type { FiredEvent, PlannedEvent } from './types.js';
@@ -17,7 +18,9 @@ import { whenCommitted } from './when-committed.js';
  *   durable receivers owe, sent after every onCommit receiver. A `notifyInWrite` wakeup
  *   (PostgreSQL `NOTIFY` inside the insert) needs nothing from here.
  *
- * Duplicates of a stored idempotency key arrange nothing: they wrote nothing.
+ * Duplicates of a stored idempotency key arrange nothing: they wrote nothing. Nor do
+ * suppressed events: nobody is owed them. Each onCommit receiver runs inside
+ * `causedBy(event)`, so what it fires descends from the event.
  */
 export function arrangeAfterCommit(
   rt: Runtime,
@@ -25,7 +28,9 @@ export function arrangeAfterCommit(
   fired: readonly FiredEvent[],
   transaction: Transaction,
 ): void {
-  const fresh = planned.flatMap((p, i) => (fired[i].duplicate ? [] : [{ p, event: fired[i] }]));
+  const fresh = planned.flatMap((p, i) =>
+    fired[i].duplicate || fired[i].suppressed !== null ? [] : [{ p, event: fired[i] }],
+  );
   if (fresh.length === 0) return;
 
   const onCommit = fresh.flatMap(({ p, event }) =>
@@ -35,13 +40,15 @@ export function arrangeAfterCommit(
     whenCommitted(transaction, async () => {
       for (const { receiver, event } of onCommit) {
         try {
-          await receiver.handle!(event, {
-            receiverKey: receiver.key,
-            deliveryId: null,
-            attempt: 1,
-            target: '',
-            dueAt: null,
-          });
+          await withCause(event, () =>
+            receiver.handle!(event, {
+              receiverKey: receiver.key,
+              deliveryId: null,
+              attempt: 1,
+              target: '',
+              dueAt: null,
+            }),
+          );
         } catch (error) {
           rt.logger.error(
             `onCommit receiver ${receiver.key} failed for ${event.name}; not retried (onCommit is best effort)`,

@@ -112,6 +112,9 @@ function firingEvent(p: PreparedEvent): FiringEvent {
     idempotencyKey: p.row.idempotencyKey,
     occurredAt: p.row.occurredAt,
     recordedAt: p.row.recordedAt,
+    actor: p.row.actor,
+    correlationId: p.row.correlationId,
+    causedBy: p.row.causedBy,
   };
 }
 

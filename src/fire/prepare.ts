@@ -1,9 +1,12 @@
 import type { ZodType } from 'zod';
 import { type EncodedJson, encodeJsonValue } from '../codec/json.js';
 import { closestName, formatConfigPath } from '../declare/config-path.js';
-import type { OutboxConfig } from '../declare/define-outbox.js';
+import type { EventRoute, OutboxConfig } from '../declare/define-outbox.js';
 import type { JsonValue } from '../declare/types.js';
 import { ValidationError } from '../errors/outbox-error.js';
+import type { ScopeFrame } from '../scope/frame.js';
+import { currentFrame } from '../scope/frame.js';
+import { checkSuppressedNames, suppressionOf } from '../scope/suppressed.js';
 import { newEventUuid } from './event-uuid.js';
 import type { FireMessage, PreparedEvent } from './types.js';
 
@@ -15,6 +18,14 @@ const MAX_KEY = 255;
  * before the first statement — nothing is written and the caller's transaction stays
  * usable. Every message is checked before any is written.
  *
+ * The attribution scope is read here, ONCE per call (one `AsyncLocalStorage.getStore()`,
+ * nothing more when no block is set): each row records the scope's actor key, its
+ * correlation id (or, with none, the event's own UUID: it starts a chain) and the parent
+ * a receiver's `causedBy` set; the scope's data joins the headers (`outbox-scope-<name>`,
+ * a header the call names wins). An event a `suppressed()` block names is marked with its
+ * reason, and its route is emptied: A SUPPRESSED EVENT IS OWED TO NOBODY, so planning
+ * writes no delivery row, no inline or onCommit receiver runs and no wakeup is signalled.
+ *
  * @param where the call, for messages: `fire()`, or `fireMany()` (indexed per message).
  * @throws {ValidationError} naming the message and the path at fault.
  */
@@ -24,9 +35,23 @@ export function prepareEvents(
   now: Date,
   where: string,
 ): PreparedEvent[] {
+  const frame = currentFrame();
+  if (frame && frame.suppressions.length > 0)
+    checkSuppressedNames(frame.suppressions, config, where);
   return messages.map((m, i) =>
-    prepareEvent(config, m, now, messages.length > 1 ? `${where}[${i}]` : where),
+    prepareEvent(config, m, now, messages.length > 1 ? `${where}[${i}]` : where, frame),
   );
+}
+
+/** The route of a suppressed event: the event, owed to no receiver (one per route). */
+const silencedRoutes = new WeakMap<EventRoute, EventRoute>();
+function silenced(route: EventRoute): EventRoute {
+  let quiet = silencedRoutes.get(route);
+  if (!quiet) {
+    quiet = { event: route.event, inline: [], onCommit: [], durable: [], schedules: false };
+    silencedRoutes.set(route, quiet);
+  }
+  return quiet;
 }
 
 function prepareEvent(
@@ -34,6 +59,7 @@ function prepareEvent(
   message: FireMessage,
   now: Date,
   where: string,
+  frame: ScopeFrame | undefined,
 ): PreparedEvent {
   const route = config.route(message.name);
   if (!route) {
@@ -57,12 +83,13 @@ function prepareEvent(
       { path, cause: parsed.error },
     );
   }
-  const headers = (message.headers ?? {}) as Record<string, JsonValue>;
-  if (typeof headers !== 'object' || headers === null || Array.isArray(headers)) {
+  const given = (message.headers ?? {}) as Record<string, JsonValue>;
+  if (typeof given !== 'object' || given === null || Array.isArray(given)) {
     throw new ValidationError(`${where}: headers must be an object of name → JSON value`, {
       path: 'headers',
     });
   }
+  const headers = frame?.headers ? { ...frame.headers, ...given } : given;
   for (const name of Object.keys(headers)) {
     if (name.trim() === '') {
       throw new ValidationError(
@@ -92,12 +119,19 @@ function prepareEvent(
   }
   const payload = encode(parsed.data, 'payload', where, message.name);
   if (payload.reshaped) checkDecodes(route.event.schema, payload.text, where, message.name);
+  const uuid = newEventUuid();
+  const scope = frame?.scope;
+  const suppression =
+    frame && frame.suppressions.length > 0
+      ? suppressionOf(frame.suppressions, route.event.name)
+      : null;
   return {
-    route,
+    route: suppression ? silenced(route) : route,
     payload: parsed.data,
     headers,
+    suppression,
     row: {
-      uuid: newEventUuid(),
+      uuid,
       name: route.event.name,
       version: route.event.version,
       payload: payload.text,
@@ -108,10 +142,10 @@ function prepareEvent(
       recordedAt: now,
       retentionSeconds: typeof retention === 'object' ? Math.round(retention.days * 86_400) : null,
       deleteWhen: typeof retention === 'string' ? retention : null,
-      actor: null,
-      correlationId: null,
-      causedBy: null,
-      suppressedReason: null,
+      actor: scope?.actorKey ?? null,
+      correlationId: scope?.correlationId ?? uuid,
+      causedBy: scope?.causedBy ?? null,
+      suppressedReason: suppression?.reason ?? null,
     },
   };
 }

@@ -1,6 +1,7 @@
 import type { Transaction } from 'sequelize';
 import type { EventRoute } from '../declare/define-outbox.js';
 import type { JsonValue, OutboxEvent } from '../declare/types.js';
+import type { SuppressionVerdict } from '../scope/suppressed.js';
 import type { DeliveryRowInput, EventRowInput } from '../storage/store.js';
 
 /** Options of `outbox.fire()`. */
@@ -23,7 +24,8 @@ export interface FireOptions {
   readonly orderingKey?: string;
   /**
    * Metadata besides the payload (a trace context, the author); names must be non-empty,
-   * values follow the payload's JSON rules (see `encodeJson`).
+   * values follow the payload's JSON rules (see `encodeJson`). The data of a surrounding
+   * `attributed()` block joins them as `outbox-scope-<name>`; a header named here wins.
    */
   readonly headers?: Readonly<Record<string, JsonValue>>;
   /**
@@ -40,10 +42,25 @@ export interface FireMessage<N extends string = string, P = unknown>
   readonly payload: P;
 }
 
-/** What `fire()` returns: the recorded event, and whether this call wrote it. */
+/**
+ * What `fire()` returns: the recorded event, whether this call wrote it, and whether a
+ * `suppressed()` block silenced it.
+ *
+ * The same type for every outcome, so the typed emitters keep one return type: a
+ * suppressed event that was recorded is a whole event (`suppressed` says why nobody is
+ * owed it); one discarded by `record: false` has `recorded: false`, and `id` and
+ * `sequence` blank (`''`), since no row exists to name.
+ */
 export type FiredEvent<P = unknown> = OutboxEvent<P> & {
   /** True when an event with the same idempotency key already existed; nothing was written. */
   readonly duplicate: boolean;
+  /**
+   * The reason of the `suppressed()` block that silenced this event in this call, or
+   * `null`. (A duplicate reports `null`: this call wrote nothing, and suppressed nothing.)
+   */
+  readonly suppressed: string | null;
+  /** False when `suppressed(…, { record: false })` discarded the event: nothing was written. */
+  readonly recorded: boolean;
 };
 
 /** Step 1's value: one message validated and encoded, not yet owed to anyone. */
@@ -54,6 +71,11 @@ export interface PreparedEvent {
   /** The payload as its schema parsed it: what receivers of this call see. */
   readonly payload: unknown;
   readonly headers: Record<string, JsonValue>;
+  /**
+   * The verdict of the `suppressed()` blocks around the call, or null. A suppressed event's
+   * `route` owes nothing (no receivers), and with `record: false` it is not written.
+   */
+  readonly suppression: SuppressionVerdict | null;
 }
 
 /** Step 2's value: a prepared event with the delivery rows it owes. */

@@ -12,6 +12,10 @@ import type { FiredEvent, PlannedEvent } from './types.js';
  * stored payload its schema no longer accepts raises the same `PayloadDecodeError` here as
  * in the relay and `assertFired`.
  *
+ * A suppressed event is written with its reason and NO delivery row, whatever planning
+ * produced; one discarded by `suppressed(…, { record: false })` is not written at all and
+ * comes back with `recorded: false` and a blank `id` and `sequence`.
+ *
  * @throws {PayloadDecodeError} for a duplicate whose stored event no longer decodes.
  */
 export async function writeEvents(
@@ -20,10 +24,14 @@ export async function writeEvents(
   transaction: Transaction,
 ): Promise<FiredEvent[]> {
   if (planned.length === 0) return [];
-  const written = await rt.store.insertEvents(
-    planned.map((p) => ({ ...p.row, deliveries: p.deliveries })),
-    transaction,
-  );
+  const kept = planned.filter((p) => p.suppression?.record !== false);
+  const written =
+    kept.length === 0
+      ? []
+      : await rt.store.insertEvents(
+          kept.map((p) => ({ ...p.row, deliveries: p.suppression ? [] : p.deliveries })),
+          transaction,
+        );
   const duplicates = written.filter((w) => !w.inserted).map((w) => w.sequence);
   const stored =
     duplicates.length === 0
@@ -34,25 +42,44 @@ export async function writeEvents(
             e,
           ]),
         );
-  return planned.map((p, i): FiredEvent => {
-    const w = written[i];
-    if (w.inserted) {
+  let next = 0;
+  return planned.map((p): FiredEvent => {
+    if (p.suppression?.record === false) {
       return {
-        id: w.uuid,
-        sequence: w.sequence,
-        name: p.row.name,
-        version: p.row.version,
-        payload: p.payload,
-        headers: p.headers,
-        orderingKey: p.row.orderingKey,
-        idempotencyKey: p.row.idempotencyKey,
-        occurredAt: p.row.occurredAt,
-        recordedAt: p.row.recordedAt,
-        duplicate: false,
+        ...asFired(p),
+        id: '',
+        sequence: '',
+        correlationId: p.row.correlationId === p.row.uuid ? null : p.row.correlationId,
+        suppressed: p.suppression.reason,
+        recorded: false,
       };
     }
+    const w = written[next++];
+    if (w.inserted) return { ...asFired(p), id: w.uuid, sequence: w.sequence };
     const e = stored.get(w.sequence);
     if (!e) throw new Error(`stored event ${w.sequence} vanished while firing`);
-    return { ...decodeEvent(rt.config, e), duplicate: true };
+    return { ...decodeEvent(rt.config, e), duplicate: true, suppressed: null, recorded: true };
   });
+}
+
+/** The event this call wrote, as its receivers see it (before the store named it). */
+function asFired(p: PlannedEvent): FiredEvent {
+  return {
+    id: p.row.uuid,
+    sequence: '',
+    name: p.row.name,
+    version: p.row.version,
+    payload: p.payload,
+    headers: p.headers,
+    orderingKey: p.row.orderingKey,
+    idempotencyKey: p.row.idempotencyKey,
+    occurredAt: p.row.occurredAt,
+    recordedAt: p.row.recordedAt,
+    actor: p.row.actor,
+    correlationId: p.row.correlationId,
+    causedBy: p.row.causedBy,
+    duplicate: false,
+    suppressed: p.suppression?.reason ?? null,
+    recorded: true,
+  };
 }

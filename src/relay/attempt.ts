@@ -1,7 +1,7 @@
 import type { Transaction } from 'sequelize';
 import type { ResolvedReceiver } from '../declare/define-outbox.js';
 import type { DeliveryContext } from '../declare/types.js';
-import { DeliveryTimeout } from '../errors/outbox-error.js';
+import { DeliveryTimeout, PayloadUpgradeFailed } from '../errors/outbox-error.js';
 import { NotYet, PermanentFailure, RetryAfter } from '../errors/signals.js';
 import type { Runtime } from '../runtime.js';
 import type { ClaimedDelivery, Outcome } from '../storage/store.js';
@@ -65,7 +65,9 @@ export function handBackOutcome(row: ClaimedDelivery, now: Date): Outcome {
 }
 
 /**
- * Decide what a failed attempt records. `PermanentFailure` dead-letters at once; a spent
+ * Decide what a failed attempt records. `PermanentFailure` dead-letters at once, and so
+ * does `PayloadUpgradeFailed` (an event's `upgrade` hook threw: the same row through the
+ * same code fails the same way on every retry); a spent
  * budget dead-letters; `RetryAfter` schedules the next attempt when the destination asked
  * (capped, counted); `NotYet` moves the row to its time without spending an attempt; any
  * other error waits a full-jitter backoff.
@@ -90,7 +92,11 @@ export function failureOutcome(
   }
   const attempts = row.attempts + 1;
   const lastError = errorText(error);
-  if (error instanceof PermanentFailure || attempts >= row.maxAttempts) {
+  if (
+    error instanceof PermanentFailure ||
+    error instanceof PayloadUpgradeFailed ||
+    attempts >= row.maxAttempts
+  ) {
     return { id: row.id, status: 'dead', attempts, availableAt: null, lastError, completedAt: now };
   }
   let delaySeconds: number;

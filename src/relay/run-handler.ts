@@ -1,4 +1,5 @@
 import type { Runtime } from '../runtime.js';
+import { withCause } from '../scope/caused-by.js';
 import type { ClaimToken } from '../storage/store.js';
 import { Attempt, AttemptContext, failureOutcome, handBackOutcome } from './attempt.js';
 import type { AttemptResult } from './attempt-result.js';
@@ -37,7 +38,9 @@ export async function runHandler(
         receiverRan = true;
         await attempt.run(
           Promise.resolve(
-            receiver.handle!(event, new AttemptContext(receiver.key, row, attempt, transaction)),
+            withCause(event, () =>
+              receiver.handle!(event, new AttemptContext(receiver.key, row, attempt, transaction)),
+            ),
           ),
         );
         receiverDone = true;

@@ -326,7 +326,7 @@ describeEachDialect('relay: transports', (dialect) => {
         deliveryId: rows[0].id,
         attempt: 1,
         target: '',
-        dueAt: null,
+        dueAt: T0, // an immediate row became due when its event was recorded
       }),
       expect.objectContaining({ deliveryId: rows[1].id, attempt: 1 }),
     ]);

@@ -172,6 +172,9 @@ export function conformanceEvent(overrides: Partial<OutboxEvent> = {}): OutboxEv
     idempotencyKey: null,
     occurredAt: at,
     recordedAt: at,
+    actor: null,
+    correlationId: null,
+    causedBy: null,
     ...overrides,
   };
 }
