@@ -215,6 +215,8 @@ export function createOutbox<C extends OutboxConfig>(
       { path: 'sequelize' },
     );
   }
+  const aroundDelivery = hookList(options.aroundDelivery, 'aroundDelivery');
+  const fireHeaders = hookList(options.fireHeaders, 'fireHeaders');
   const dialect = sequelize.getDialect();
   if (options.schema !== undefined && dialect !== 'postgres') {
     throw new ConfigurationError(
@@ -249,8 +251,6 @@ export function createOutbox<C extends OutboxConfig>(
       { path: 'wakeup' },
     );
   }
-  const aroundDelivery = hookList(options.aroundDelivery, 'aroundDelivery');
-  const fireHeaders = hookList(options.fireHeaders, 'fireHeaders');
   const events = new SafeEmitter(logger);
   const runtime: Runtime = {
     config,
