@@ -18,7 +18,15 @@ import {
 import { runtimeOf } from '../../src/runtime.js';
 import type { TestDatabase } from '../../testing/databases.js';
 import { drainOutbox } from '../../testing/drain.js';
-import { captureLogger, openOutbox, rowsOf, testClock } from '../relay/support.js';
+import {
+  captureLogger,
+  createReceivedTable,
+  openOutbox,
+  receivedIds,
+  rowsOf,
+  shortSleep,
+  testClock,
+} from '../relay/support.js';
 import { describeEachDialect } from '../support/dialects.js';
 
 const Note = event({ schema: z.object({ n: z.number() }) });
@@ -262,6 +270,54 @@ describeEachDialect('aroundDelivery', (dialect) => {
       'send in inner',
       'inner after bus.send: succeeded',
       'outer after bus.send: succeeded',
+    ]);
+  });
+
+  it("a handler's hook wraps its whole transaction: when next() resolves, the work and the acknowledgement are committed", async () => {
+    const table = await createReceivedTable(db, 'received_around');
+    const seen: unknown[] = [];
+    const config = defineOutbox({
+      events: { 'bus.Note': Note },
+      receivers: {
+        'bus.handler': receiver(Note, {
+          handle: async (e, ctx) => {
+            await db.sequelize.query(`INSERT INTO ${table} (event_id) VALUES ($1)`, {
+              bind: [e.id],
+              transaction: ctx.transaction,
+            });
+          },
+        }),
+      },
+    });
+    const outbox = await open(config, async (_attempt, next) => {
+      seen.push((await rowsOf(outbox, 'bus.handler'))[0].status, await receivedIds(db, table));
+      await next();
+      // Read on another connection: only committed work is visible there.
+      seen.push((await rowsOf(outbox, 'bus.handler'))[0].status, await receivedIds(db, table));
+    });
+    const fired = await outbox.fire('bus.Note', { n: 1 });
+    await drainOutbox(outbox);
+    expect(seen).toEqual(['claimed', [], 'succeeded', [fired.id]]);
+  });
+
+  it('the hook wraps attempts at every site a durable receiver runs: runRelay, deliverPending, deliverOne', async () => {
+    const config = defineOutbox({
+      events: { 'bus.Note': Note },
+      receivers: { 'bus.handler': receiver(Note, { handle: () => {} }) },
+    });
+    const { seen, hook } = recorder();
+    const outbox = await open(config, hook);
+    await outbox.fire('bus.Note', { n: 1 });
+    await outbox.runRelay({ passes: 1, sleep: shortSleep() });
+    await outbox.fire('bus.Note', { n: 2 });
+    await outbox.deliverPending();
+    await outbox.fire('bus.Note', { n: 3 });
+    const third = (await rowsOf(outbox, 'bus.handler')).at(-1)!;
+    expect(await outbox.deliverOne(third.id)).toBe('succeeded');
+    expect(seen.map((s) => [s.items[0].n, s.outcomes[0].status])).toEqual([
+      [1, 'succeeded'],
+      [2, 'succeeded'],
+      [3, 'succeeded'],
     ]);
   });
 
