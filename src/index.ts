@@ -68,6 +68,10 @@ export type {
 } from './introspect/index.js';
 export { buildCatalogue, listensFor, whatListensTo } from './introspect/index.js';
 export type {
+  AroundDelivery,
+  DeliveryAttempt,
+  DeliveryOutcome,
+  FireHeaders,
   LoggerOptions,
   LogLevel,
   LogStream,

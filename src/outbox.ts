@@ -10,6 +10,7 @@ import type { AnyEvent, DeliveryStatus } from './declare/types.js';
 import { ConfigurationError } from './errors/outbox-error.js';
 import { type FiredEvent, type FireMessage, type FireOptions, fireEvents } from './fire/fire.js';
 import { buildCatalogue, type Catalogue, listensFor, whatListensTo } from './introspect/index.js';
+import { type AroundDelivery, type FireHeaders, hookList } from './observe/around-delivery.js';
 import { type OutboxEventMap, SafeEmitter } from './observe/events.js';
 import { consoleLogger, type OutboxLogger } from './observe/logger.js';
 import { type PinoLikeLogger, toOutboxLogger } from './observe/pino-logger.js';
@@ -77,6 +78,20 @@ export interface CreateOutboxOptions {
    * @defaultValue true
    */
   readonly preparedStatements?: boolean;
+  /**
+   * A hook (or several, outermost first) around each durable attempt: for tracing, metrics,
+   * logging. It observes and cannot lose a delivery; see {@link AroundDelivery}. An option
+   * here rather than in the config: a function is runtime wiring, not declared data.
+   * `openTelemetry()` from `outboxkit/opentelemetry` returns one.
+   * @defaultValue none (the relay then adds nothing to an attempt)
+   */
+  readonly aroundDelivery?: AroundDelivery | readonly AroundDelivery[];
+  /**
+   * Headers added to every event at `fire()` (a trace context: see {@link FireHeaders}),
+   * under the message's own. `openTelemetry()` returns one writing `traceparent`.
+   * @defaultValue none
+   */
+  readonly fireHeaders?: FireHeaders | readonly FireHeaders[];
 }
 
 type Events<C> = C extends OutboxConfig<infer E> ? E : never;
@@ -200,6 +215,8 @@ export function createOutbox<C extends OutboxConfig>(
       { path: 'sequelize' },
     );
   }
+  const aroundDelivery = hookList(options.aroundDelivery, 'aroundDelivery');
+  const fireHeaders = hookList(options.fireHeaders, 'fireHeaders');
   const dialect = sequelize.getDialect();
   if (options.schema !== undefined && dialect !== 'postgres') {
     throw new ConfigurationError(
@@ -247,6 +264,8 @@ export function createOutbox<C extends OutboxConfig>(
     jitter: options.jitter ?? Math.random,
     processId: newProcessId(),
     state: newRuntimeState(),
+    aroundDelivery,
+    fireHeaders,
   };
   const outbox: Outbox<C> = {
     config,

@@ -1,5 +1,6 @@
 import type { Sequelize, Transaction } from 'sequelize';
 import type { OutboxConfig } from './declare/define-outbox.js';
+import type { AroundDelivery, FireHeaders } from './observe/around-delivery.js';
 import type { SafeEmitter } from './observe/events.js';
 import type { OutboxLogger } from './observe/logger.js';
 import type { OutboxStore } from './storage/store.js';
@@ -89,6 +90,13 @@ export interface Runtime {
   readonly processId: string;
   /** Mutable state of this instance alone. */
   readonly state: RuntimeState;
+  /**
+   * The hooks around each durable attempt, outermost first; `undefined` (never empty) when
+   * there are none, so the relay's hot path tests one field and adds nothing else.
+   */
+  readonly aroundDelivery?: readonly AroundDelivery[];
+  /** What adds headers to every fired event (a trace context); `undefined` when nothing does. */
+  readonly fireHeaders?: readonly FireHeaders[];
 }
 
 /** A fresh {@link RuntimeState}. */

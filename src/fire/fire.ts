@@ -1,4 +1,5 @@
 import type { Transaction } from 'sequelize';
+import { type FireHeaders, fireHeadersOf } from '../observe/around-delivery.js';
 import type { Runtime } from '../runtime.js';
 import { arrangeAfterCommit } from './after-commit.js';
 import { runInlineReceivers } from './inline.js';
@@ -13,6 +14,8 @@ export type { FiredEvent, FireMessage, FireOptions } from './types.js';
 /**
  * `fire()` and `fireMany()`, in four steps:
  *
+ * 0. the outbox's `fireHeaders` (a trace context), read here in the caller's async context
+ *    and put under each message's own headers;
  * 1. prepare (pure): validate and encode every message — bad input throws before the first
  *    statement, so it writes nothing and leaves the caller's transaction usable;
  * 2. plan, inside the caller's transaction: the delivery rows each event owes;
@@ -28,7 +31,12 @@ export async function fireEvents(
   where: string,
 ): Promise<FiredEvent[]> {
   const now = rt.clock();
-  const prepared = prepareEvents(rt.config, messages, now, where);
+  const prepared = prepareEvents(
+    rt.config,
+    rt.fireHeaders ? withFireHeaders(rt, rt.fireHeaders, messages) : messages,
+    now,
+    where,
+  );
   const transaction = resolveTransaction(rt.sequelize, explicit);
   if (prepared.length === 0) return [];
   const inTransaction = async (t: Transaction): Promise<FiredEvent[]> => {
@@ -43,4 +51,25 @@ export async function fireEvents(
     return fired;
   };
   return transaction ? inTransaction(transaction) : rt.sequelize.transaction(inTransaction);
+}
+
+/**
+ * The messages with the outbox's `fireHeaders` under their own (a message's header of the
+ * same name wins): read once per call, in the caller's async context, where the active span
+ * is the request's. The messages as given when the sources add nothing.
+ */
+function withFireHeaders(
+  rt: Runtime,
+  sources: readonly FireHeaders[],
+  messages: readonly FireMessage[],
+): readonly FireMessage[] {
+  const added = fireHeadersOf(sources, rt.logger);
+  if (!added) return messages;
+  return messages.map((message) => {
+    const own: unknown = message.headers;
+    if (own === undefined || own === null) return { ...message, headers: added };
+    // Headers that are no object are left for prepare to refuse, naming them.
+    if (typeof own !== 'object' || Array.isArray(own)) return message;
+    return { ...message, headers: { ...added, ...message.headers } };
+  });
 }

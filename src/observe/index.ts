@@ -1,3 +1,9 @@
+export type {
+  AroundDelivery,
+  DeliveryAttempt,
+  DeliveryOutcome,
+  FireHeaders,
+} from './around-delivery.js';
 export type { OutboxEventMap } from './events.js';
 export { jsonLogger } from './json-logger.js';
 export type { LogLevel } from './levels.js';

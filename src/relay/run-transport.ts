@@ -1,5 +1,6 @@
 import type { DeliveryItem, DeliveryResult } from '../declare/types.js';
 import { RetryAfter } from '../errors/signals.js';
+import { type AroundDelivery, runAround } from '../observe/around-delivery.js';
 import type { Runtime } from '../runtime.js';
 import type { ClaimedDelivery } from '../storage/store.js';
 import {
@@ -8,7 +9,9 @@ import {
   failureOutcome,
   handBackOutcome,
   successOutcome,
+  timeoutSeconds,
 } from './attempt.js';
+import { deliveryOutcome } from './attempt-outcome.js';
 import type { AttemptResult } from './attempt-result.js';
 import type { LeaseKeeper } from './lease-keeper.js';
 import type { TransportTask } from './plan-batch.js';
@@ -19,12 +22,75 @@ import type { TransportTask } from './plan-batch.js';
  * signal for the call, fired by its time limit (the call then fails as a
  * `DeliveryTimeout`, and the signal asks the client to cancel the send) and by a stop.
  * A throw fails every row of the call.
+ *
+ * The outbox's `aroundDelivery` hooks wrap the CALL: once per `deliver`, and once per
+ * `deliverBatch` with all its items (one call, one signal, one time limit; see
+ * `DeliveryAttempt`). Without hooks nothing is added to the path (no closure, no promise).
  */
-export async function runTransport(
+export function runTransport(
   rt: Runtime,
   task: TransportTask,
   lease: LeaseKeeper,
   stop: AbortSignal | undefined,
+): Promise<AttemptResult[]> {
+  const hooks = rt.aroundDelivery;
+  return hooks === undefined
+    ? attemptTransport(rt, task, lease, stop, undefined, undefined)
+    : runTransportAround(rt, hooks, task, lease, stop);
+}
+
+/** {@link runTransport} under the outbox's `aroundDelivery` hooks. */
+async function runTransportAround(
+  rt: Runtime,
+  hooks: readonly AroundDelivery[],
+  task: TransportTask,
+  lease: LeaseKeeper,
+  stop: AbortSignal | undefined,
+): Promise<AttemptResult[]> {
+  const { receiver, items } = task;
+  // Made before the hooks: their time counts against the attempt's time limit. The hooks
+  // see the very contexts the transport is handed.
+  const attempt = new Attempt(rt, receiver, items[0].row, stop);
+  const calls: DeliveryItem[] = items.map((item) => ({
+    event: item.event,
+    context: new AttemptContext(receiver.key, item.row, attempt),
+  }));
+  try {
+    const around = await runAround(hooks, {
+      attempt: {
+        receiverKey: receiver.key,
+        receiverKind: 'transport',
+        batched: task.batched,
+        items: calls,
+      },
+      run: () => attemptTransport(rt, task, lease, stop, attempt, calls),
+      outcomes: (results) => results.map(deliveryOutcome),
+      limitMs: timeoutSeconds(rt, receiver) * 1000,
+      setTimeout: (fn, ms) => rt.scheduler.setTimeout(fn, ms),
+      logger: rt.logger,
+    });
+    if (around.ran) return around.result;
+    // No hook reached the attempt: every row an ordinary failed attempt, never a lost one.
+    const failed: DeliveryResult = { status: 'failed', error: around.error };
+    const now = rt.clock();
+    return items.map(({ row }) => verdictOf(rt, task, attempt, row, failed, now));
+  } finally {
+    attempt.dispose();
+  }
+}
+
+/**
+ * The attempt itself: extend the leases if needed, make the call, and turn its answer into
+ * one result per row. Disposes the {@link Attempt} it makes (one given by the hooks' path is
+ * theirs to dispose, with the contexts they were shown).
+ */
+async function attemptTransport(
+  rt: Runtime,
+  task: TransportTask,
+  lease: LeaseKeeper,
+  stop: AbortSignal | undefined,
+  given: Attempt | undefined,
+  calls: readonly DeliveryItem[] | undefined,
 ): Promise<AttemptResult[]> {
   const { receiver, items } = task;
   const delivery = receiver.delivery!;
@@ -32,14 +98,16 @@ export async function runTransport(
     const extending = lease.beforeStart(row, receiver);
     if (extending) await extending;
   }
-  const attempt = new Attempt(rt, receiver, items[0].row, stop);
+  const attempt = given ?? new Attempt(rt, receiver, items[0].row, stop);
   let results: readonly (DeliveryResult | undefined)[];
   try {
     if (task.batched) {
-      const batch: DeliveryItem[] = items.map((item) => ({
-        event: item.event,
-        context: new AttemptContext(receiver.key, item.row, attempt),
-      }));
+      const batch: readonly DeliveryItem[] =
+        calls ??
+        items.map((item) => ({
+          event: item.event,
+          context: new AttemptContext(receiver.key, item.row, attempt),
+        }));
       const answered = await attempt.run(delivery.deliverBatch!(batch, { signal: attempt.signal }));
       results = answered ?? items.map(() => SENT);
       if (answered && answered.length !== items.length) {
@@ -50,14 +118,17 @@ export async function runTransport(
       }
     } else {
       await attempt.run(
-        delivery.deliver!(items[0].event, new AttemptContext(receiver.key, items[0].row, attempt)),
+        delivery.deliver!(
+          items[0].event,
+          calls ? calls[0].context : new AttemptContext(receiver.key, items[0].row, attempt),
+        ),
       );
       results = [SENT];
     }
   } catch (error) {
     results = items.map(() => ({ status: 'failed', error }));
   } finally {
-    attempt.dispose();
+    if (!given) attempt.dispose();
   }
   const now = rt.clock();
   return items.map(({ row }, i) => verdictOf(rt, task, attempt, row, results[i] ?? SENT, now));

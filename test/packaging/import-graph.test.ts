@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
@@ -62,6 +63,29 @@ describe('the import graph', () => {
     expect(
       edges.filter((e) => isRuntime(e.from) && e.to === EXAMPLE_OUTPUT).map(describeEdge),
     ).toEqual([]);
+  });
+
+  it("nothing `import 'outboxkit'` loads reaches outboxkit/opentelemetry, the one folder that loads @opentelemetry/api", () => {
+    const OTEL = 'src/observe/opentelemetry/';
+    // Every file the root entry loads: value imports, lazy ones included.
+    const reached = new Set(['src/index.ts']);
+    for (let grew = true; grew; ) {
+      grew = false;
+      for (const e of edges) {
+        if (e.typeOnly || !reached.has(e.from) || reached.has(e.to)) continue;
+        reached.add(e.to);
+        grew = true;
+      }
+    }
+    expect(reached.size).toBeGreaterThan(50);
+    expect([...reached].filter((f) => f.startsWith(OTEL))).toEqual([]);
+    const mentioning = files.filter(
+      (f) =>
+        isRuntime(f) &&
+        !f.startsWith(OTEL) &&
+        readFileSync(resolve(REPO, f), 'utf8').includes('@opentelemetry/'),
+    );
+    expect(mentioning).toEqual([]);
   });
 
   it('src/ has no circular imports, type-only ones included', () => {

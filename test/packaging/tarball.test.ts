@@ -167,6 +167,28 @@ describe(`[slow] the packed tarball, installed in a fresh app with sequelize@${L
     STEP_MS,
   );
 
+  it(
+    'without @opentelemetry/api installed (an optional peer), outboxkit/opentelemetry imports and openTelemetry() says to npm install it',
+    () => {
+      const script = `import('outboxkit/opentelemetry').then((m) => {
+        try { m.openTelemetry(); console.log(JSON.stringify({ error: null })); }
+        catch (e) { console.log(JSON.stringify({ name: e.name, code: e.code, message: e.message })); }
+      });`;
+      const result = spawnSync(process.execPath, ['--input-type=module', '-e', script], {
+        cwd: app,
+        encoding: 'utf8',
+      });
+      expect(result.status, result.stderr).toBe(0);
+      expect(JSON.parse(result.stdout.trim())).toEqual({
+        name: 'ConfigurationError',
+        code: 'OUTBOX_CONFIGURATION',
+        message:
+          'openTelemetry() needs the @opentelemetry/api package, which is not installed: run `npm install @opentelemetry/api` (and set up an OpenTelemetry SDK to export the spans)',
+      });
+    },
+    STEP_MS,
+  );
+
   // require(esm): unflagged from Node 20.19 and 22.12; older Nodes cannot require() this
   // package at all (ERR_REQUIRE_ESM), which is what the skip says.
   it.skipIf(!process.features.require_module)(
