@@ -163,7 +163,7 @@ function receiverView(r: CatalogueReceiver): ReceiverView {
     mode: r.mode,
     site: r.site,
     lane: r.lane,
-    timing: cell(timing(r)),
+    timing: timing(r),
     targets: r.targets === null ? '—' : code(r.targets),
     maxAttempts: String(r.maxAttempts),
     leaseSeconds: r.leaseSeconds === null ? 'default' : String(r.leaseSeconds),
@@ -186,7 +186,7 @@ function timing(r: CatalogueReceiver): string {
     r.dueSeconds !== null
       ? `due ${formatDuration(r.dueSeconds)} after occurredAt`
       : r.dueCallable !== null
-        ? `due at ${r.dueCallable}`
+        ? `due at ${code(r.dueCallable)}`
         : 'on record';
   return (r as Partial<CatalogueReceiver>).eager ? `${when}, eager` : when;
 }

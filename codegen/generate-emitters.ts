@@ -36,7 +36,8 @@ export function generatedHeader(configLabel: string): string {
 /**
  * Generate the typed emitters file (`src/outbox.generated.ts` by default): per event a
  * readable payload type (decoded, as receivers see it), its input type (as the emitter
- * takes it), its event and handler types; maps of names to payloads; and
+ * takes it), its event and handler types, and the types of a `targets` and a `due`
+ * function of it (`OrderPlacedTargets`, `OrderPlacedDue`); maps of names to payloads; and
  * `createEmitters(outbox)`, whose `emit.orderPlaced(payload, options)` calls `outbox.fire`
  * with the name filled in.
  *
@@ -50,6 +51,7 @@ export function generateEmitters(input: EmittersInput): string {
   const names = eventNames(config.eventList.map((e) => e.name));
   const byName = new Map(config.eventList.map((e) => [e.name, e]));
   const runtime = new Set(['FiredEvent', 'FireOptions', 'Handler', 'Outbox', 'OutboxEvent']);
+  if (names.length > 0) runtime.add('DeliveryContext');
   const statements: (string | WriterFunction | StatementStructures)[] = [
     generatedHeader(input.configLabel),
   ];
@@ -93,6 +95,16 @@ export function generateEmitters(input: EmittersInput): string {
         `${summary}, as a receiver is handed it.`,
       ),
       alias(`${n.type}Handler`, `Handler<${n.type}Payload>`, `A handler of ${summary}.`),
+      alias(
+        `${n.type}Targets`,
+        `(event: ${n.type}Event, context: DeliveryContext) => Iterable<string>`,
+        `A fan-out \`targets\` function of ${summary}: plain (not async), called at fire time in the caller's transaction.`,
+      ),
+      alias(
+        `${n.type}Due`,
+        `(event: ${n.type}Event) => Date`,
+        `A \`due\` function of ${summary}: plain (not async), returning when its delivery is due.`,
+      ),
     );
   }
 
