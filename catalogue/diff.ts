@@ -4,6 +4,7 @@ import type {
   CatalogueField,
   CatalogueReceiver,
 } from '../src/introspect/index.js';
+import { formatDuration } from './format-duration.js';
 
 /** What kind of change one {@link CatalogueChange} is; stable, for pipelines to match on. */
 export type CatalogueChangeKind =
@@ -368,8 +369,8 @@ function dueChange(before: CatalogueReceiver, after: CatalogueReceiver): string 
 }
 
 function dueText(r: CatalogueReceiver): string | undefined {
-  if (r.dueSeconds !== null) return `${r.dueSeconds}s after the event occurred`;
-  if (r.dueCallable !== null) return `at the time its function ${r.dueCallable} returns`;
+  if (r.dueSeconds !== null) return `${formatDuration(r.dueSeconds)} after the event occurred`;
+  if (r.dueCallable !== null) return `when its due function says (${r.dueCallable})`;
   return undefined;
 }
 

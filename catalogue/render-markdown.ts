@@ -1,5 +1,6 @@
 import Handlebars from 'handlebars';
 import type { Catalogue, CatalogueEvent, CatalogueReceiver } from '../src/introspect/index.js';
+import { formatDuration } from './format-duration.js';
 import { CATALOGUE_MARKDOWN_TEMPLATE } from './templates/catalogue-md.js';
 
 let compiled: Handlebars.TemplateDelegate<MarkdownView> | undefined;
@@ -194,23 +195,6 @@ function timing(r: CatalogueReceiver): string {
 /** A location in backticks; a runtime stand-in (`function due`) as it is. */
 function code(text: string): string {
   return /^(function |anonymous function$)/.test(text) ? cell(text) : `\`${cell(text)}\``;
-}
-
-/** Seconds as the largest units that add up: `2d`, `1h 30m`, `90s` → `1m 30s`, `0.5s`. */
-function formatDuration(seconds: number): string {
-  const parts: string[] = [];
-  let rest = seconds;
-  for (const [unit, size] of [
-    ['d', 86_400],
-    ['h', 3_600],
-    ['m', 60],
-  ] as const) {
-    const n = Math.floor(rest / size);
-    if (n > 0) parts.push(`${n}${unit}`);
-    rest -= n * size;
-  }
-  if (rest > 0 || parts.length === 0) parts.push(`${Math.round(rest * 1000) / 1000}s`);
-  return parts.join(' ');
 }
 
 /** Make text safe inside a Markdown table cell. */
