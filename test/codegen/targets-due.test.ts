@@ -1,0 +1,99 @@
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { generate } from '../../codegen/run-codegen.js';
+import { FIXTURES, SOURCE_IMPORT } from './support.js';
+
+const fixture = (name: string) => ({
+  cwd: join(FIXTURES, name),
+  out: 'out/outbox.generated.ts',
+  catalogueDir: 'out',
+  importFrom: SOURCE_IMPORT,
+});
+
+let generated: ReturnType<typeof generate> | undefined;
+
+/** The schedule fixture's codegen, once for the file: ts-morph takes seconds per run. */
+async function scheduled() {
+  generated ??= generate(fixture('schedule'));
+  const result = await generated;
+  if (!result.ok) throw new Error(result.message);
+  const receivers = [
+    ...result.catalogue.events.flatMap((e) => e.receivers),
+    ...result.catalogue.wildcardReceivers,
+  ];
+  return { result, receivers };
+}
+
+describe('codegen of targets and due functions', () => {
+  it('a config with targets, due, lanes, eager and patterns produces the whole generated file and both catalogues', async () => {
+    const { result } = await scheduled();
+    expect(result.warnings).toEqual([]);
+    const [typescript, json, markdown] = result.files;
+    await expect(typescript.text).toMatchFileSnapshot(
+      join(FIXTURES, 'schedule/out/outbox.generated.ts'),
+    );
+    await expect(json.text).toMatchFileSnapshot(join(FIXTURES, 'schedule/out/catalogue.json'));
+    await expect(markdown.text).toMatchFileSnapshot(join(FIXTURES, 'schedule/out/catalogue.md'));
+  });
+
+  it('resolves each targets and due function to its declaration, file:line, imported or inline', async () => {
+    const { receivers } = await scheduled();
+    const published = Object.fromEntries(
+      receivers.map((r) => [r.key, { targets: r.targets, dueCallable: r.dueCallable }]),
+    );
+    expect(published).toEqual({
+      'audit.all': { targets: null, dueCallable: null },
+      'library.index': { targets: 'outbox.config.ts:32', dueCallable: null },
+      'offers.expire': { targets: null, dueCallable: 'timing.ts:9' },
+      'offers.fanOut': { targets: 'timing.ts:4', dueCallable: null },
+      'offers.notify': { targets: null, dueCallable: null },
+      'offers.remind': { targets: null, dueCallable: null },
+    });
+  });
+
+  it('a due duration has no location: it is published in seconds', async () => {
+    const { receivers } = await scheduled();
+    expect(receivers.find((r) => r.key === 'offers.remind')).toMatchObject({
+      dueSeconds: 48 * 3600,
+      dueCallable: null,
+    });
+  });
+
+  it('a mistyped targets or due fails codegen with a message naming the receiver and the option', async () => {
+    const result = await generate(fixture('mistyped-schedule'));
+    expect(result.ok).toBe(false);
+    if (result.ok) return;
+    expect(
+      result.mismatches?.map((m) => [m.receiver, m.option, m.problem, m.location, m.handlerType]),
+    ).toEqual([
+      ['a.wrongPayload', 'targets', 'payload', 'outbox.config.ts:8', '{ tenants: number[]; }'],
+      ['b.bareString', 'targets', 'return', 'outbox.config.ts:11', 'string'],
+      ['c.promise', 'targets', 'return', 'outbox.config.ts:15', 'Promise<string[]>'],
+      ['d.dueText', 'due', 'return', 'outbox.config.ts:19', 'string'],
+      ['e.duePayload', 'due', 'payload', 'outbox.config.ts:23', '{ expiresAt: number; }'],
+    ]);
+    expect(result.message).toMatchInlineSnapshot(`
+      "outbox codegen: 5 receiver function(s) do not fit their event:
+      outbox.config.ts:8: receivers["a.wrongPayload"].targets listens to offers.OfferMade, but its targets function tenantIds cannot take that payload
+        the targets function takes a payload of type: { tenants: number[]; }
+        offers.OfferMade decodes to:              { tenants: string[]; expiresAt: Date; }
+        Type the parameter as the generated OfferMadeEvent (OutboxEvent<OfferMadePayload>), or make the receiver listen to the event the targets function handles.
+      outbox.config.ts:11: receivers["b.bareString"].targets must return an iterable of strings (string[], a Set<string>, a generator), but its targets function firstTenant does not
+        it returns: string
+        expected:   Iterable<string> (a string is refused: it would fan out to its characters, one delivery each)
+        It runs inside the caller's transaction at fire time and is not awaited: return the target strings themselves, from a plain (not async) function.
+      outbox.config.ts:15: receivers["c.promise"].targets must return an iterable of strings (string[], a Set<string>, a generator), but its targets function tenantsLater does not
+        it returns: Promise<string[]>
+        expected:   Iterable<string>
+        It runs inside the caller's transaction at fire time and is not awaited: return the target strings themselves, from a plain (not async) function.
+      outbox.config.ts:19: receivers["d.dueText"].due must return a Date, but its due function expiryText does not
+        it returns: string
+        expected:   Date
+        It runs inside the caller's transaction at fire time and is not awaited: return the Date itself, from a plain (not async) function (or declare a duration such as { hours: 48 }).
+      outbox.config.ts:23: receivers["e.duePayload"].due listens to offers.OfferMade, but its due function expiryOfNumber cannot take that payload
+        the due function takes a payload of type: { expiresAt: number; }
+        offers.OfferMade decodes to:              { tenants: string[]; expiresAt: Date; }
+        Type the parameter as the generated OfferMadeEvent (OutboxEvent<OfferMadePayload>), or make the receiver listen to the event the due function handles."
+    `);
+  });
+});
