@@ -132,7 +132,7 @@ export function analyzeConfig(
     const found = declarations.get(r.key);
     if (!found) {
       warnings.push(
-        `receivers["${r.key}"]: its declaration could not be followed in the source; it has no location in the catalogue and its handler is not type-checked`,
+        `receivers["${r.key}"]: its declaration could not be followed in the source; it has no location in the catalogue and its handler${r.targets || r.due?.kind === 'at' ? ', targets and due functions are' : ' is'} not type-checked`,
       );
       continue;
     }
@@ -178,10 +178,21 @@ export function analyzeConfig(
     };
     // A transport object has no payload parameter to check; a function of one event does.
     locations.set(r.key, check(found.property, found.target));
-    if (found.targets && r.targets) targetsLocations.set(r.key, check('targets', found.targets));
-    if (found.due && r.due?.kind === 'at') dueLocations.set(r.key, check('due', found.due));
+    if (r.targets) {
+      if (found.targets) targetsLocations.set(r.key, check('targets', found.targets));
+      else warnings.push(unfollowed(r.key, 'targets'));
+    }
+    if (r.due?.kind === 'at') {
+      if (found.due) dueLocations.set(r.key, check('due', found.due));
+      else warnings.push(unfollowed(r.key, 'due'));
+    }
   }
   return done();
+}
+
+/** The warning for a targets or due function declared where the source walk cannot see. */
+function unfollowed(key: string, option: 'targets' | 'due'): string {
+  return `receivers["${key}"].${option}: the function could not be followed in the source (declared outside the receiver's options literal?); the catalogue names it by its function name instead of file:line, and it is not type-checked`;
 }
 
 /**

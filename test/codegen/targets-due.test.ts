@@ -96,4 +96,18 @@ describe('codegen of targets and due functions', () => {
         Type the parameter as the generated OfferMadeEvent (OutboxEvent<OfferMadePayload>), or make the receiver listen to the event the due function handles."
     `);
   });
+
+  it('a targets function the source walk cannot follow is a warning, and keeps its runtime name', async () => {
+    const result = await generate(fixture('unfollowed-schedule'));
+    if (!result.ok) throw new Error(result.message);
+    expect(result.warnings).toMatchInlineSnapshot(`
+      [
+        "receivers["offers.fanOut"].targets: the function could not be followed in the source (declared outside the receiver's options literal?); the catalogue names it by its function name instead of file:line, and it is not type-checked",
+      ]
+    `);
+    expect(result.catalogue.events[0].receivers[0]).toMatchObject({
+      targets: 'function targets',
+      location: 'outbox.config.ts:14',
+    });
+  });
 });
