@@ -4,6 +4,7 @@ import type {
   CatalogueField,
   CatalogueReceiver,
 } from '../src/introspect/index.js';
+import { formatDuration } from './format-duration.js';
 
 /** What kind of change one {@link CatalogueChange} is; stable, for pipelines to match on. */
 export type CatalogueChangeKind =
@@ -21,6 +22,9 @@ export type CatalogueChangeKind =
   | 'receiver-moved'
   | 'receiver-mode-changed'
   | 'receiver-lane-changed'
+  | 'receiver-targets-changed'
+  | 'receiver-due-changed'
+  | 'receiver-eager-changed'
   | 'receiver-changed';
 
 /** One difference between two catalogues, classified. */
@@ -47,17 +51,42 @@ export interface CatalogueDiff {
 /**
  * Compare two catalogues and classify every change.
  *
- * Breaking: an event removed (a rename is a removal: rows are stored under the old name),
- * a field removed, a field's type changed, a field that was optional now required, a
- * required field added without a version bump (rows already in the log lack it), a
- * receiver removed (its owed rows are orphaned), a receiver moved to another event, and a
- * receiver's mode or lane changed (a different delivery guarantee, or different relay
- * processes claiming its rows).
+ * "Breaking" means a consumer of the old catalogue can break, or rows already written no
+ * longer fit the declaration they will be delivered under; CI fails on it unless the
+ * break is announced (`--allow-breaking`). Everything else is reported as compatible.
  *
- * Compatible: everything else — an event, an optional field or a receiver added, a
- * required field added with a version bump, a field made optional, a version bump, a
- * description, retention or retry tuning changed. A handler moving to another line is not
- * a change at all.
+ * Breaking:
+ * - an event removed (a rename is a removal: rows are stored under the old name);
+ * - a field removed, a field's type changed, a field that was optional now required, a
+ *   required field added without a version bump (rows already in the log lack it);
+ * - a receiver removed (its owed rows are orphaned);
+ * - a receiver moved to another event, or to another topic pattern, or between one event,
+ *   a pattern and `AnyEvent` (it is owed different events);
+ * - a receiver's mode changed (a different guarantee to the firing transaction);
+ * - a receiver gaining or losing `targets` (`receiver-targets-changed`): it changes what a
+ *   delivery is. Gaining it, the rows already owed are one per event with no target, and
+ *   the fan-out receiver is handed them with `context.target` undefined; losing it, the
+ *   rows already written one per target are each still delivered, to a receiver that now
+ *   expects one per event. The targets function moving to another line is no change.
+ *
+ * Compatible (reported, never failing CI):
+ * - an event, an optional field or a receiver added; a required field added with a
+ *   version bump; a field made optional; a version bump; a description, retention or
+ *   upgrade changed;
+ * - a receiver's lane changed (`receiver-lane-changed`): operational, not breaking. Its
+ *   owed rows move with it, since the lane is read at claim time; what it needs is a relay
+ *   serving the new lane, which the message says;
+ * - a receiver's `due` changed (`receiver-due-changed`): a delay's seconds, a due function
+ *   gained or lost, a delay traded for a function. It changes when the work happens, for
+ *   rows written from now on; rows already written keep the due time they were given;
+ * - `eager` switched (`receiver-eager-changed`): the relay stays the fallback either way;
+ *   an eager attempt adds only the duplicate at-least-once already asks receivers to bear;
+ * - tuning (`receiver-changed`): max attempts (copied onto rows at fire time, so rows in
+ *   flight keep theirs), lease, timeout, backoff, give-up-after, kind, transport, site.
+ *
+ * A handler, targets or due function moving to another line is not a change at all. A
+ * field an older catalogue does not have yet (`eager`, `pattern`) is read as its default,
+ * so regenerating with a newer outboxkit reports nothing.
  *
  * Both lists are in a stable order: by event, then by subject.
  */
@@ -205,15 +234,21 @@ function diffEvent(before: CatalogueEvent, after: CatalogueEvent, out: Catalogue
   }
 }
 
-function diffReceiver(before: CatalogueReceiver, after: CatalogueReceiver, out: CatalogueChange[]) {
+function diffReceiver(
+  oldReceiver: CatalogueReceiver,
+  newReceiver: CatalogueReceiver,
+  out: CatalogueChange[],
+) {
+  const before = withDefaults(oldReceiver);
+  const after = withDefaults(newReceiver);
   const key = after.key;
-  if (before.event !== after.event) {
+  if (before.event !== after.event || before.pattern !== after.pattern) {
     out.push(
       receiverChange(
         'receiver-moved',
         true,
         after,
-        `receiver ${key} now listens to ${after.event ?? 'every event (AnyEvent)'} instead of ${before.event ?? 'every event (AnyEvent)'}`,
+        `receiver ${key} now listens to ${listensTo(after)} instead of ${listensTo(before)}`,
       ),
     );
   }
@@ -228,12 +263,44 @@ function diffReceiver(before: CatalogueReceiver, after: CatalogueReceiver, out: 
     );
   }
   if (before.lane !== after.lane) {
+    const served =
+      after.lane === 'default'
+        ? 'the relays started without --lane claim its rows now'
+        : `its owed rows move with it: run a relay with --lane ${after.lane}, or they wait`;
     out.push(
       receiverChange(
         'receiver-lane-changed',
+        false,
+        after,
+        `receiver ${key} lane changed from ${before.lane} to ${after.lane} (${served})`,
+      ),
+    );
+  }
+  if ((before.targets === null) !== (after.targets === null)) {
+    out.push(
+      receiverChange(
+        'receiver-targets-changed',
         true,
         after,
-        `receiver ${key} lane changed from ${before.lane} to ${after.lane}`,
+        after.targets !== null
+          ? `receiver ${key} is now a fan-out (targets ${after.targets}): one delivery per target instead of one per event; rows already owed have no target`
+          : `receiver ${key} is no longer a fan-out (targets removed): one delivery per event instead of one per target; rows already written per target are each still delivered`,
+      ),
+    );
+  }
+  const due = dueChange(before, after);
+  if (due) {
+    out.push(receiverChange('receiver-due-changed', false, after, `receiver ${key} ${due}`));
+  }
+  if (before.eager !== after.eager) {
+    out.push(
+      receiverChange(
+        'receiver-eager-changed',
+        false,
+        after,
+        after.eager
+          ? `receiver ${key} is now eager: also attempted right after commit in the firing process, the relay the fallback`
+          : `receiver ${key} is no longer eager: only the relay attempts it`,
       ),
     );
   }
@@ -244,9 +311,6 @@ function diffReceiver(before: CatalogueReceiver, after: CatalogueReceiver, out: 
     'maxAttempts',
     'leaseSeconds',
     'timeoutSeconds',
-    'targets',
-    'dueSeconds',
-    'dueCallable',
     'giveUpAfterSeconds',
   ] as const;
   const tuned = props
@@ -264,6 +328,50 @@ function diffReceiver(before: CatalogueReceiver, after: CatalogueReceiver, out: 
       receiverChange('receiver-changed', false, after, `receiver ${key}: ${tuned.join(', ')}`),
     );
   }
+}
+
+/**
+ * A receiver as an older catalogue may spell it: the fields added since (without a format
+ * bump) read as their defaults, so upgrading outboxkit is not a change to the catalogue.
+ */
+function withDefaults(r: CatalogueReceiver): CatalogueReceiver {
+  const partial = r as Partial<CatalogueReceiver> & CatalogueReceiver;
+  return {
+    ...r,
+    pattern: partial.pattern ?? null,
+    lane: partial.lane ?? 'default',
+    eager: partial.eager ?? false,
+    targets: partial.targets ?? null,
+    dueSeconds: partial.dueSeconds ?? null,
+    dueCallable: partial.dueCallable ?? null,
+    giveUpAfterSeconds: partial.giveUpAfterSeconds ?? null,
+  };
+}
+
+/** What a receiver listens to, as a message says it. */
+function listensTo(r: CatalogueReceiver): string {
+  if (r.event !== null) return r.event;
+  return r.pattern !== null ? `the topic pattern ${r.pattern}` : 'every event (AnyEvent)';
+}
+
+/** How a receiver's due time changed, as a message says it; undefined for no change. */
+function dueChange(before: CatalogueReceiver, after: CatalogueReceiver): string | undefined {
+  const was = dueText(before);
+  const now = dueText(after);
+  // A due function moving to another line is no change, as a handler's is not.
+  const same =
+    before.dueSeconds === after.dueSeconds &&
+    (before.dueCallable === null) === (after.dueCallable === null);
+  if (same) return undefined;
+  if (was === undefined) return `is now scheduled: due ${now} (it ran on record)`;
+  if (now === undefined) return `is no longer scheduled (was due ${was}): it runs on record`;
+  return `due changed from ${was} to ${now} (rows already written keep their due time)`;
+}
+
+function dueText(r: CatalogueReceiver): string | undefined {
+  if (r.dueSeconds !== null) return `${formatDuration(r.dueSeconds)} after the event occurred`;
+  if (r.dueCallable !== null) return `when its due function says (${r.dueCallable})`;
+  return undefined;
 }
 
 function receiverChange(

@@ -1,5 +1,6 @@
 import Handlebars from 'handlebars';
 import type { Catalogue, CatalogueEvent, CatalogueReceiver } from '../src/introspect/index.js';
+import { formatDuration } from './format-duration.js';
 import { CATALOGUE_MARKDOWN_TEMPLATE } from './templates/catalogue-md.js';
 
 let compiled: Handlebars.TemplateDelegate<MarkdownView> | undefined;
@@ -50,24 +51,36 @@ interface EventView {
   readonly receiverTable: string;
 }
 
+/**
+ * The receivers table's columns, in the order a reader asks: what it is, when and where
+ * it runs (mode, lane, timing: on record, due, eager), what one delivery is (targets),
+ * then how it retries. A wildcard's table adds what it listens to (`AnyEvent` or its
+ * topic pattern) after the key.
+ */
 const RECEIVER_COLUMNS = [
   ['key', 'Receiver'],
   ['kind', 'Kind'],
   ['mode', 'Mode'],
   ['site', 'Site'],
   ['lane', 'Lane'],
+  ['timing', 'Timing'],
+  ['targets', 'Targets'],
   ['maxAttempts', 'Max attempts'],
   ['leaseSeconds', 'Lease (s)'],
   ['timeoutSeconds', 'Timeout (s)'],
   ['backoff', 'Backoff (s)'],
-  ['scheduling', 'Scheduling'],
+  ['giveUpAfter', 'Gives up after'],
   ['location', 'Location'],
 ] as const;
 
-function receiverTable(receivers: readonly CatalogueReceiver[]): string {
+type Column = (typeof RECEIVER_COLUMNS)[number][0] | 'listensTo';
+
+function receiverTable(receivers: readonly CatalogueReceiver[], wildcards = false): string {
+  const columns: (readonly [Column, string])[] = [...RECEIVER_COLUMNS];
+  if (wildcards) columns.splice(1, 0, ['listensTo', 'Listens to']);
   return table(
-    RECEIVER_COLUMNS.map(([, title]) => title),
-    receivers.map(receiverView).map((r) => RECEIVER_COLUMNS.map(([name]) => r[name])),
+    columns.map(([, title]) => title),
+    receivers.map(receiverView).map((r) => columns.map(([name]) => r[name])),
   );
 }
 
@@ -83,20 +96,7 @@ function table(header: readonly string[], rows: readonly (readonly string[])[]):
   return [line(header), line(widths.map((w) => '-'.repeat(w))), ...rows.map(line)].join('\n');
 }
 
-type ReceiverView = Record<
-  | 'key'
-  | 'kind'
-  | 'mode'
-  | 'site'
-  | 'lane'
-  | 'maxAttempts'
-  | 'leaseSeconds'
-  | 'timeoutSeconds'
-  | 'backoff'
-  | 'scheduling'
-  | 'location',
-  string
->;
+type ReceiverView = Record<Column, string>;
 
 function view(catalogue: Catalogue): MarkdownView {
   const own = catalogue.events.reduce((n, e) => n + e.receivers.length, 0);
@@ -115,7 +115,7 @@ function view(catalogue: Catalogue): MarkdownView {
     hasWildcards: wild > 0,
     events: catalogue.events.map(eventView),
     wildcardReceivers: catalogue.wildcardReceivers,
-    wildcardTable: receiverTable(catalogue.wildcardReceivers),
+    wildcardTable: receiverTable(catalogue.wildcardReceivers, true),
   };
 }
 
@@ -151,25 +151,50 @@ function eventView(e: CatalogueEvent): EventView {
 function receiverView(r: CatalogueReceiver): ReceiverView {
   const base = r.backoff.baseSeconds ?? 'default';
   const cap = r.backoff.capSeconds ?? 'default';
-  const scheduling = [
-    r.targets !== null ? `targets ${r.targets}` : '',
-    r.dueSeconds !== null ? `due +${r.dueSeconds}s` : '',
-    r.dueCallable !== null ? `due ${r.dueCallable}` : '',
-    r.giveUpAfterSeconds !== null ? `gives up after ${r.giveUpAfterSeconds}s` : '',
-  ].filter(Boolean);
+  const pattern = (r as Partial<CatalogueReceiver>).pattern ?? null;
   return {
     key: `\`${r.key}\``,
+    listensTo:
+      pattern === null
+        ? r.event === null
+          ? '`AnyEvent`'
+          : `\`${r.event}\``
+        : `\`${cell(pattern)}\``,
     kind: r.kind === 'delivery' ? `delivery (${cell(r.transport ?? '')})` : 'handler',
     mode: r.mode,
     site: r.site,
     lane: r.lane,
+    timing: timing(r),
+    targets: r.targets === null ? '—' : code(r.targets),
     maxAttempts: String(r.maxAttempts),
     leaseSeconds: r.leaseSeconds === null ? 'default' : String(r.leaseSeconds),
     timeoutSeconds: r.timeoutSeconds === null ? 'default' : String(r.timeoutSeconds),
     backoff: base === 'default' && cap === 'default' ? 'default' : `${base} to ${cap}`,
-    scheduling: scheduling.length ? cell(scheduling.join(', ')) : 'on record',
-    location: r.location === null ? '—' : `\`${r.location}\``,
+    giveUpAfter: r.giveUpAfterSeconds === null ? '—' : formatDuration(r.giveUpAfterSeconds),
+    location: r.location === null ? '—' : code(r.location),
   };
+}
+
+/**
+ * When a receiver runs, in a few words: `in the transaction`, `after commit`, `on
+ * record`, `due 2d after occurredAt`, `due at src/due.ts:4`, with `, eager` for a durable
+ * receiver also attempted at commit.
+ */
+function timing(r: CatalogueReceiver): string {
+  if (r.mode === 'inline') return 'in the transaction';
+  if (r.mode === 'onCommit') return 'after commit';
+  const when =
+    r.dueSeconds !== null
+      ? `due ${formatDuration(r.dueSeconds)} after occurredAt`
+      : r.dueCallable !== null
+        ? `due at ${code(r.dueCallable)}`
+        : 'on record';
+  return (r as Partial<CatalogueReceiver>).eager ? `${when}, eager` : when;
+}
+
+/** A location in backticks; a runtime stand-in (`function due`) as it is. */
+function code(text: string): string {
+  return /^(function |anonymous function$)/.test(text) ? cell(text) : `\`${cell(text)}\``;
 }
 
 /** Make text safe inside a Markdown table cell. */

@@ -16,17 +16,26 @@ import {
 import type { OutboxConfig } from '../src/declare/define-outbox.js';
 import { eventNames } from './names.js';
 
-/** A receiver whose handler cannot take its event's payload: a codegen error. */
+/**
+ * A receiver function that does not fit its event, a codegen error: a handler (or
+ * transport function) that cannot take the event's payload, a `targets` function that
+ * cannot take it or does not return an iterable of strings, or a `due` function that
+ * cannot take it or does not return a `Date`.
+ */
 export interface HandlerMismatch {
   /** The receiver's key. */
   readonly receiver: string;
-  /** The event it listens to, or `AnyEvent` for a wildcard. */
+  /** The option whose function does not fit. */
+  readonly option: 'handle' | 'deliver' | 'targets' | 'due';
+  /** What does not fit: the payload the function takes, or what it returns. */
+  readonly problem: 'payload' | 'return';
+  /** The event it listens to, `AnyEvent` for a wildcard, or its topic pattern. */
   readonly event: string;
-  /** The handler's `file:line`. */
+  /** The function's `file:line`. */
   readonly location: string;
-  /** The payload type the handler's parameter declares. */
+  /** The type the function declares: its parameter's payload, or its return type. */
   readonly handlerType: string;
-  /** The payload type the event decodes to. */
+  /** The type it must accept (the event's payload) or return. */
   readonly payloadType: string;
   /** The whole error, as the CLI prints it. */
   readonly message: string;
@@ -36,7 +45,11 @@ export interface HandlerMismatch {
 export interface ConfigAnalysis {
   /** Each receiver key's handler or transport declaration, `file:line` relative to the project. */
   readonly locations: ReadonlyMap<string, string>;
-  /** Handlers that cannot take their event's payload. */
+  /** Each fan-out receiver's `targets` function, `file:line`. */
+  readonly targetsLocations: ReadonlyMap<string, string>;
+  /** Each receiver's `due` function (never a duration), `file:line`. */
+  readonly dueLocations: ReadonlyMap<string, string>;
+  /** Receiver functions that do not fit their event. */
   readonly mismatches: readonly HandlerMismatch[];
   /** What could not be followed statically (a receiver built in a loop, say). */
   readonly warnings: readonly string[];
@@ -45,7 +58,8 @@ export interface ConfigAnalysis {
 /**
  * Read `outbox.config.ts` with the TypeScript compiler (through ts-morph) and, for every
  * receiver, find where its handler or transport is declared and check that the handler
- * accepts its event's payload.
+ * accepts its event's payload; likewise its `targets` function (which must also return an
+ * iterable of strings) and a `due` function (which must also return a `Date`).
  *
  * The check matters for receivers declared by event name (`receiver('shop.OrderPlaced',
  * { handle })`), which the config's own types cannot see through, and for wildcards, whose
@@ -65,17 +79,29 @@ export function analyzeConfig(
 ): ConfigAnalysis {
   const project = createProject(configFile, projectRoot);
   const source = project.addSourceFileAtPath(configFile);
+  // Before the checker: a file added later would rebuild the program, and types of two
+  // programs are never assignable to each other.
+  const expectedFile = expectedTypesFile(project, configFile);
   const checker = project.getTypeChecker();
   const warnings: string[] = [];
   const locations = new Map<string, string>();
+  const targetsLocations = new Map<string, string>();
+  const dueLocations = new Map<string, string>();
   const mismatches: HandlerMismatch[] = [];
+  const done = (): ConfigAnalysis => ({
+    locations,
+    targetsLocations,
+    dueLocations,
+    mismatches,
+    warnings,
+  });
 
   const call = findDefineOutboxCall(source);
   if (!call) {
     warnings.push(
       `${rel(projectRoot, configFile)}: no \`export default defineOutbox({ ... })\` found in the source; receiver locations and handler checks skipped`,
     );
-    return { locations, mismatches, warnings };
+    return done();
   }
   // Each event's definition expression, read from the `events` literal: asking for the
   // whole defineOutbox(...) call's type would make the checker check every receiver call
@@ -94,54 +120,195 @@ export function analyzeConfig(
     eventNames(config.eventList.map((e) => e.name)).map((n) => [n.event, n.type]),
   );
 
+  let expected: ExpectedTypes | undefined;
+  const expectedTypes = (): ExpectedTypes => {
+    expected ??= {
+      targets: expectedFile.getVariableDeclarationOrThrow('targets').getType(),
+      due: expectedFile.getVariableDeclarationOrThrow('due').getType(),
+    };
+    return expected;
+  };
   for (const r of config.receivers) {
     const found = declarations.get(r.key);
     if (!found) {
       warnings.push(
-        `receivers["${r.key}"]: its declaration could not be followed in the source; it has no location in the catalogue and its handler is not type-checked`,
+        `receivers["${r.key}"]: its declaration could not be followed in the source; it has no location in the catalogue and its handler${r.targets || r.due?.kind === 'at' ? ', targets and due functions are' : ' is'} not type-checked`,
       );
       continue;
     }
-    const location = locate(found.target, projectRoot);
-    locations.set(r.key, location);
-    // A transport object has no payload parameter to check; a function of one event does.
-    // The declaration's own type where there is one: asking at the use site would make the
-    // checker resolve the receiver(...) call around it, for nothing.
-    const declared =
-      Node.isIdentifier(found.target) || Node.isPropertyAccessExpression(found.target)
-        ? declarationOf(found.target)
-        : undefined;
-    const handlerType = (declared ?? found.target).getType();
-    if (handlerType.getCallSignatures().length === 0) continue;
     const tc = checker.compilerObject;
     const payload = r.event ? payloadOf(r.event)?.compilerType : tc.getUnknownType();
-    if (!payload) continue;
-    const accepted = acceptedPayload(handlerType, found.target);
-    if (!accepted || tc.isTypeAssignableTo(payload, accepted.compilerType)) continue;
-    const handlerText = typeText(tc, accepted.compilerType, found.target);
-    const payloadText = typeText(tc, payload, found.target);
-    const eventLabel = r.event ?? 'AnyEvent';
-    const what = found.property === 'deliver' ? 'transport function' : 'handler';
+    const eventLabel = r.event ?? r.pattern ?? 'AnyEvent';
     const generated = r.event ? stems.get(r.event) : undefined;
-    mismatches.push({
-      receiver: r.key,
-      event: eventLabel,
-      location,
-      handlerType: handlerText,
-      payloadType: payloadText,
-      message: [
-        `${location}: receivers["${r.key}"] listens to ${eventLabel}, but its ${what} ${describeTarget(found.target)} cannot take that payload`,
-        `  the ${what} takes a payload of type: ${handlerText}`,
-        r.event
-          ? `  ${eventLabel} decodes to:              ${payloadText}`
-          : '  a wildcard is handed every event, so its payload is: unknown',
-        r.event
-          ? `  Type the parameter as the generated ${generated}Event (OutboxEvent<${generated}Payload>), or make the receiver listen to the event the ${what} handles.`
-          : '  Type the parameter as OutboxEvent (payload unknown) and narrow on event.name.',
-      ].join('\n'),
-    });
+    const check = (option: HandlerMismatch['option'], target: Expression): string => {
+      const location = locate(target, projectRoot);
+      const fnType = functionType(target);
+      if (fnType.getCallSignatures().length === 0) return location;
+      const mismatch = payload && payloadMismatch(fnType, target, payload);
+      if (mismatch) {
+        mismatches.push(
+          payloadProblem({ r, option, target, location, eventLabel, generated, ...mismatch }),
+        );
+        return location;
+      }
+      if (option === 'targets' || option === 'due') {
+        const want = option === 'targets' ? expectedTypes().targets : expectedTypes().due;
+        const returned = fnType.getCallSignatures()[0].getReturnType();
+        // A string is an iterable of strings too — of its characters, one delivery each.
+        const stringy =
+          option === 'targets' &&
+          (returned.isUnion() ? returned.getUnionTypes() : [returned]).some(
+            (t) => t.isString() || t.isStringLiteral() || t.isTemplateLiteral(),
+          );
+        if (stringy || !tc.isTypeAssignableTo(returned.compilerType, want.compilerType)) {
+          mismatches.push(
+            returnProblem({
+              r,
+              option,
+              target,
+              location,
+              eventLabel,
+              returned: typeText(tc, returned.compilerType, target),
+              stringy,
+            }),
+          );
+        }
+      }
+      return location;
+    };
+    // A transport object has no payload parameter to check; a function of one event does.
+    locations.set(r.key, check(found.property, found.target));
+    if (r.targets) {
+      if (found.targets) targetsLocations.set(r.key, check('targets', found.targets));
+      else warnings.push(unfollowed(r.key, 'targets'));
+    }
+    if (r.due?.kind === 'at') {
+      if (found.due) dueLocations.set(r.key, check('due', found.due));
+      else warnings.push(unfollowed(r.key, 'due'));
+    }
   }
-  return { locations, mismatches, warnings };
+  return done();
+}
+
+/** The warning for a targets or due function declared where the source walk cannot see. */
+function unfollowed(key: string, option: 'targets' | 'due'): string {
+  return `receivers["${key}"].${option}: the function could not be followed in the source (declared outside the receiver's options literal?); the catalogue names it by its function name instead of file:line, and it is not type-checked`;
+}
+
+/**
+ * A function's type from its declaration where there is one: asking at the use site would
+ * make the checker resolve the receiver(...) call around it, for nothing.
+ */
+function functionType(target: Expression): Type {
+  const declared =
+    Node.isIdentifier(target) || Node.isPropertyAccessExpression(target)
+      ? declarationOf(target)
+      : undefined;
+  return (declared ?? target).getType();
+}
+
+/** The payload a function takes, when the event's payload cannot be passed to it. */
+function payloadMismatch(
+  fnType: Type,
+  target: Expression,
+  payload: ts.Type,
+): { takes: string; decodes: string } | undefined {
+  const accepted = acceptedPayload(fnType, target);
+  const tc = target.getProject().getTypeChecker().compilerObject;
+  if (!accepted || tc.isTypeAssignableTo(payload, accepted.compilerType)) return undefined;
+  return {
+    takes: typeText(tc, accepted.compilerType, target),
+    decodes: typeText(tc, payload, target),
+  };
+}
+
+interface Problem {
+  readonly r: OutboxConfig['receivers'][number];
+  readonly option: HandlerMismatch['option'];
+  readonly target: Expression;
+  readonly location: string;
+  readonly eventLabel: string;
+}
+
+/** How each option's function is named in an error. */
+const WHAT: Record<HandlerMismatch['option'], string> = {
+  handle: 'handler',
+  deliver: 'transport function',
+  targets: 'targets function',
+  due: 'due function',
+};
+
+function payloadProblem(
+  p: Problem & { generated: string | undefined; takes: string; decodes: string },
+): HandlerMismatch {
+  const what = WHAT[p.option];
+  const subject =
+    p.option === 'handle' || p.option === 'deliver'
+      ? `receivers["${p.r.key}"]`
+      : `receivers["${p.r.key}"].${p.option}`;
+  return {
+    receiver: p.r.key,
+    option: p.option,
+    problem: 'payload',
+    event: p.eventLabel,
+    location: p.location,
+    handlerType: p.takes,
+    payloadType: p.decodes,
+    message: [
+      `${p.location}: ${subject} listens to ${p.eventLabel}, but its ${what} ${describeTarget(p.target)} cannot take that payload`,
+      `  the ${what} takes a payload of type: ${p.takes}`,
+      p.r.event
+        ? `  ${p.eventLabel} decodes to:              ${p.decodes}`
+        : '  a wildcard is handed every event, so its payload is: unknown',
+      p.r.event
+        ? p.option === 'targets' || p.option === 'due'
+          ? `  Type the function as the generated ${p.generated}${p.option === 'targets' ? 'Targets' : 'Due'} (its event is a FiringEvent<${p.generated}Payload>), or make the receiver listen to the event the ${what} handles.`
+          : `  Type the parameter as the generated ${p.generated}Event (OutboxEvent<${p.generated}Payload>), or make the receiver listen to the event the ${what} handles.`
+        : p.option === 'targets' || p.option === 'due'
+          ? '  Type the parameter as FiringEvent (payload unknown) and narrow on event.name.'
+          : '  Type the parameter as OutboxEvent (payload unknown) and narrow on event.name.',
+    ].join('\n'),
+  };
+}
+
+function returnProblem(p: Problem & { returned: string; stringy: boolean }): HandlerMismatch {
+  const targets = p.option === 'targets';
+  const want = targets ? 'Iterable<string> | Promise<Iterable<string>>' : 'Date | Promise<Date>';
+  return {
+    receiver: p.r.key,
+    option: p.option,
+    problem: 'return',
+    event: p.eventLabel,
+    location: p.location,
+    handlerType: p.returned,
+    payloadType: want,
+    message: [
+      `${p.location}: receivers["${p.r.key}"].${p.option} must return ${targets ? 'an iterable of strings (string[], a Set<string>, a generator) or a promise of one' : 'a Date or a promise of one'}, but its ${WHAT[p.option]} ${describeTarget(p.target)} does not`,
+      `  it returns: ${p.returned}`,
+      `  expected:   ${want}${p.stringy ? ' (a string is refused: it would fan out to its characters, one delivery each)' : ''}`,
+      targets
+        ? "  It runs inside the caller's transaction at fire time: return the target strings (or a promise of them), one delivery row each."
+        : "  It runs inside the caller's transaction at fire time: return the Date the delivery is due (or a promise of it), or declare a duration such as { hours: 48 }.",
+    ].join('\n'),
+  };
+}
+
+/** What a targets and a due function must return, as the checker's types. */
+interface ExpectedTypes {
+  readonly targets: Type;
+  readonly due: Type;
+}
+
+/**
+ * An in-memory file, never written, declaring `Iterable<string>` and `Date` as types of
+ * the config's own program (so its lib decides what they are).
+ */
+function expectedTypesFile(project: Project, configFile: string): SourceFile {
+  return project.createSourceFile(
+    join(dirname(configFile), '__outboxkit_codegen_expected__.ts'),
+    'export declare const targets: Iterable<string> | Promise<Iterable<string>>;\nexport declare const due: Date | Promise<Date>;\n',
+    { overwrite: true },
+  );
 }
 
 function createProject(configFile: string, projectRoot: string): Project {
@@ -204,6 +371,10 @@ interface ReceiverDeclaration {
   readonly property: 'handle' | 'deliver';
   /** The handler or transport expression. */
   readonly target: Expression;
+  /** The `targets` expression, if declared. */
+  readonly targets: Expression | undefined;
+  /** The `due` expression (a function or a duration), if declared. */
+  readonly due: Expression | undefined;
 }
 
 /** Walk `receivers: { ... }` (through spreads and variables) to each receiver's handler. */
@@ -245,9 +416,18 @@ function receiverDeclarations(
       if (!optionsLiteral) continue;
       const keyNode = objectProperty(optionsLiteral, 'key');
       const key = keyNode && Node.isStringLiteral(keyNode) ? keyNode.getLiteralValue() : name;
+      const targets = objectProperty(optionsLiteral, 'targets');
+      const due = objectProperty(optionsLiteral, 'due');
       for (const prop of ['handle', 'deliver'] as const) {
         const target = objectProperty(optionsLiteral, prop);
-        if (target) out.set(key, { property: prop, target: unwrapCasts(target) });
+        if (target) {
+          out.set(key, {
+            property: prop,
+            target: unwrapCasts(target),
+            targets: targets && unwrapCasts(targets),
+            due: due && unwrapCasts(due),
+          });
+        }
       }
     }
   };

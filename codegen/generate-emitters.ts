@@ -36,7 +36,8 @@ export function generatedHeader(configLabel: string): string {
 /**
  * Generate the typed emitters file (`src/outbox.generated.ts` by default): per event a
  * readable payload type (decoded, as receivers see it), its input type (as the emitter
- * takes it), its event and handler types; maps of names to payloads; and
+ * takes it), its event and handler types, and the types of a `targets` and a `due`
+ * function of it (`OrderPlacedTargets`, `OrderPlacedDue`); maps of names to payloads; and
  * `createEmitters(outbox)`, whose `emit.orderPlaced(payload, options)` calls `outbox.fire`
  * with the name filled in.
  *
@@ -50,6 +51,10 @@ export function generateEmitters(input: EmittersInput): string {
   const names = eventNames(config.eventList.map((e) => e.name));
   const byName = new Map(config.eventList.map((e) => [e.name, e]));
   const runtime = new Set(['FiredEvent', 'FireOptions', 'Handler', 'Outbox', 'OutboxEvent']);
+  if (names.length > 0) {
+    runtime.add('DeliveryContext');
+    runtime.add('FiringEvent');
+  }
   const statements: (string | WriterFunction | StatementStructures)[] = [
     generatedHeader(input.configLabel),
   ];
@@ -93,6 +98,16 @@ export function generateEmitters(input: EmittersInput): string {
         `${summary}, as a receiver is handed it.`,
       ),
       alias(`${n.type}Handler`, `Handler<${n.type}Payload>`, `A handler of ${summary}.`),
+      alias(
+        `${n.type}Targets`,
+        `(event: FiringEvent<${n.type}Payload>, context: DeliveryContext) => Iterable<string> | Promise<Iterable<string>>`,
+        `A fan-out \`targets\` function of ${summary}: called at fire time in the caller's transaction (before the event's sequence is drawn).`,
+      ),
+      alias(
+        `${n.type}Due`,
+        `(event: FiringEvent<${n.type}Payload>) => Date | Promise<Date>`,
+        `A \`due\` function of ${summary}: called at fire time, returning when its delivery is due.`,
+      ),
     );
   }
 

@@ -7,7 +7,7 @@ import { renderCatalogueJson } from '../catalogue/render-json.js';
 import { renderCatalogueMarkdown } from '../catalogue/render-markdown.js';
 import { formatLoadError, loadConfig } from '../src/declare/load-config.js';
 import { OutboxError } from '../src/errors/outbox-error.js';
-import { buildCatalogue, type Catalogue } from '../src/introspect/index.js';
+import { buildCatalogue, type Catalogue, type CatalogueReceiver } from '../src/introspect/index.js';
 import { analyzeConfig, type HandlerMismatch } from './analyze.js';
 import { readBaseCatalogue, resolveCheckBase } from './check-base.js';
 import { generateEmitters } from './generate-emitters.js';
@@ -93,10 +93,13 @@ export async function generate(options: CodegenOptions = {}): Promise<CodegenRes
       return {
         ok: false,
         mismatches: analysis.mismatches,
-        message: `outbox codegen: ${analysis.mismatches.length} receiver(s) cannot take their event's payload:\n${analysis.mismatches.map((m) => m.message).join('\n')}`,
+        message: `outbox codegen: ${analysis.mismatches.length} receiver function(s) do not fit their event:\n${analysis.mismatches.map((m) => m.message).join('\n')}`,
       };
     }
-    const catalogue = withLocations(buildCatalogue(config), analysis.locations);
+    const catalogue = withLocations(buildCatalogue(config), analysis.locations, {
+      targets: analysis.targetsLocations,
+      due: analysis.dueLocations,
+    });
     const typescript = generateEmitters({
       config,
       configImport: importSpecifier(out, configFile),
@@ -128,13 +131,24 @@ export async function generate(options: CodegenOptions = {}): Promise<CodegenRes
   }
 }
 
-/** The catalogue with each receiver's `location` filled in from the source. */
+/**
+ * The catalogue with each receiver's `location` filled in from the source, and its
+ * `targets` and `dueCallable` where the source found the function: the runtime's
+ * stand-in (`function endpointsFor`) becomes `file:line`. A receiver the config declares
+ * no targets (or due function) for keeps its null, whatever the source walk found.
+ */
 export function withLocations(
   catalogue: Catalogue,
   locations: ReadonlyMap<string, string>,
+  functions: {
+    readonly targets?: ReadonlyMap<string, string>;
+    readonly due?: ReadonlyMap<string, string>;
+  } = {},
 ): Catalogue {
-  const place = <R extends { key: string; location: string | null }>(r: R): R => ({
+  const place = (r: CatalogueReceiver): CatalogueReceiver => ({
     ...r,
+    targets: r.targets === null ? null : (functions.targets?.get(r.key) ?? r.targets),
+    dueCallable: r.dueCallable === null ? null : (functions.due?.get(r.key) ?? r.dueCallable),
     location: locations.get(r.key) ?? r.location,
   });
   return {

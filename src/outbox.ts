@@ -6,6 +6,7 @@ import {
   type ResolvedReceiver,
 } from './declare/define-outbox.js';
 import type { EventDefinition } from './declare/event.js';
+import type { TopicPattern } from './declare/receiver.js';
 import type { AnyEvent, DeliveryStatus } from './declare/types.js';
 import { ConfigurationError } from './errors/outbox-error.js';
 import { type FiredEvent, type FireMessage, type FireOptions, fireEvents } from './fire/fire.js';
@@ -165,9 +166,12 @@ export interface Outbox<C extends OutboxConfig = OutboxConfig> {
   catalogue(): Catalogue;
   /**
    * Every receiver declared for one event, sorted by key, without the wildcards; pass
-   * `AnyEvent` for exactly the wildcards.
+   * `AnyEvent` for every wildcard, or a topic pattern (`'library.*'`) for the receivers
+   * declared for exactly that pattern.
    */
-  whatListensTo(event: EventName<C> | EventDefinition | AnyEvent): ResolvedReceiver[];
+  whatListensTo(
+    event: EventName<C> | EventDefinition | AnyEvent | TopicPattern,
+  ): ResolvedReceiver[];
   /** The event one receiver is declared for; undefined for an unknown key or a wildcard. */
   listensFor(receiverKey: string): string | undefined;
   /** Observe the relay (`relay:delivered`, `relay:deadLettered`, …); returns an unsubscribe. */

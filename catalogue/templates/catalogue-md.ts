@@ -42,7 +42,7 @@ No receiver of its own{{#if @root.hasWildcards}} (the wildcard receivers below s
 
 ## Wildcard receivers
 
-Declared for \`AnyEvent\`: each receives every event above.
+Declared for \`AnyEvent\` (each receives every event above) or for a topic pattern (each receives every event whose name starts with the pattern's text before its \`*\`). Matched when an event is fired, so an event declared later is received too.
 {{#if wildcardReceivers.length}}
 
 {{wildcardTable}}

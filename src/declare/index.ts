@@ -2,21 +2,27 @@ export type {
   EventRoute,
   OutboxConfig,
   OutboxConfigInput,
+  ResolvedDue,
   ResolvedEvent,
   ResolvedReceiver,
 } from './define-outbox.js';
-export { defineOutbox, isOutboxConfig } from './define-outbox.js';
+export { DEFAULT_LANE, defineOutbox, isOutboxConfig } from './define-outbox.js';
+export type { Duration } from './duration.js';
 export type { EventDefinition, EventOptions, Retention } from './event.js';
 export { event, isEventDefinition } from './event.js';
 export type {
   BackoffOptions,
   CommonReceiverOptions,
   DeliveryReceiverOptions,
+  Due,
   EventRef,
+  FiringEvent,
   HandlerReceiverOptions,
   PayloadOf,
   ReceiverDefinition,
   ReceiverOptions,
+  Targets,
+  TopicPattern,
 } from './receiver.js';
 export { isReceiverDefinition, receiver } from './receiver.js';
 export type { OutboxSettings, ResolvedSettings } from './settings.js';

@@ -14,11 +14,13 @@ const SECONDS_PER_DAY = 86_400;
  *
  * Generated from the declarations rather than maintained beside them, so it cannot drift.
  * Sorted by name throughout: a catalogue is written to a file and diffed against the last
- * one, and import order is not a difference. Wildcard receivers are listed once, in their
- * own section, not under each event they receive (which is every event).
+ * one, and import order is not a difference. Wildcard receivers — declared for `AnyEvent`
+ * or a topic pattern — are listed once, in their own section with the pattern each was
+ * declared for, not under each event they receive.
  *
- * `location` is left null: only `npx outbox codegen`, which reads the source, knows where
- * a handler lives.
+ * Works from the config alone. Where only the source can say where a function lives,
+ * `npx outbox codegen` fills it in: `location` is left null, and a `targets` or `due`
+ * function is published by its name (see {@link CatalogueReceiver.targets}).
  *
  * @throws {ConfigurationError} when an event's schema cannot be described as JSON Schema.
  */
@@ -49,23 +51,30 @@ function catalogueEvent(event: ResolvedEvent, receivers: ResolvedReceiver[]): Ca
     retentionSeconds:
       typeof retention === 'object' ? Math.round(retention.days * SECONDS_PER_DAY) : null,
     deleteWhen: typeof retention === 'string' ? retention : null,
-    migratesOlderRows: false,
+    migratesOlderRows: event.upgrade !== undefined,
     fields: payloadFields(schema),
     schema,
     receivers: receivers.map(catalogueReceiver),
   };
 }
 
-/** One receiver as published. Exported for codegen, which adds the location. */
+/**
+ * One receiver as published, from its resolved declaration. Exported for codegen, which
+ * replaces the runtime's stand-ins with `file:line` locations read from the source.
+ */
 export function catalogueReceiver(r: ResolvedReceiver): CatalogueReceiver {
   return {
     key: r.key,
     event: r.event ?? null,
+    pattern: r.pattern ?? null,
     mode: r.mode,
     kind: r.kind,
     transport: r.kind === 'delivery' ? (r.delivery?.name ?? r.key) : null,
+    // No task backend exists yet: every receiver's code runs in the relay (or, eager, in
+    // the firing process, which `eager` says).
     site: 'relay',
-    lane: 'default',
+    lane: r.lane,
+    eager: r.eager,
     maxAttempts: r.maxAttempts,
     leaseSeconds: r.leaseSeconds ?? null,
     timeoutSeconds: r.timeoutSeconds ?? null,
@@ -73,10 +82,19 @@ export function catalogueReceiver(r: ResolvedReceiver): CatalogueReceiver {
       baseSeconds: r.backoff.baseSeconds ?? null,
       capSeconds: r.backoff.capSeconds ?? null,
     },
-    targets: null,
-    dueSeconds: null,
-    dueCallable: null,
-    giveUpAfterSeconds: null,
+    targets: r.targets === undefined ? null : functionLabel(r.targets),
+    dueSeconds: r.due?.kind === 'delay' ? r.due.seconds : null,
+    dueCallable: r.due?.kind === 'at' ? functionLabel(r.due.at) : null,
+    giveUpAfterSeconds: r.giveUpAfterSeconds ?? null,
     location: null,
   };
+}
+
+/**
+ * How the runtime catalogue names a function whose source it cannot read: `function
+ * endpointsFor`, or `anonymous function`. Never a `file:line` (codegen's form), and never
+ * null, which would publish a fan-out or a scheduled receiver as a plain one.
+ */
+export function functionLabel(fn: { readonly name: string }): string {
+  return fn.name ? `function ${fn.name}` : 'anonymous function';
 }

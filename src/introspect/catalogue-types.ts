@@ -22,11 +22,15 @@ export interface Catalogue {
   /** Every declared event, sorted by name. */
   readonly events: readonly CatalogueEvent[];
   /**
-   * Receivers declared for `AnyEvent`, which receive every event above, sorted by key.
+   * Receivers declared for `AnyEvent` or for a topic pattern (`'library.*'`), which receive
+   * every event above (a pattern: every event whose name it matches), sorted by key. Each
+   * says what it was declared for in {@link CatalogueReceiver.pattern}.
    *
    * A section of their own rather than a row under every event: a transport listed under
    * all two hundred events is a catalogue nobody reads, and it says nothing about any one
-   * of them.
+   * of them. A pattern is matched when an event is fired, not when the catalogue is built,
+   * so listing it under the events it matches today would also go stale with the next
+   * event declared.
    */
   readonly wildcardReceivers: readonly CatalogueReceiver[];
 }
@@ -54,8 +58,7 @@ export interface CatalogueEvent {
   /**
    * Whether the event declares an upgrade of older payload versions: the difference
    * between an event whose old rows still decode after a breaking change and one whose old
-   * rows dead-letter. Always false until `event({ upgrade })` exists; published now so the
-   * format does not change when it does.
+   * rows dead-letter: true when the event declares `event({ upgrade })`.
    */
   readonly migratesOlderRows: boolean;
   /**
@@ -101,6 +104,12 @@ export interface CatalogueReceiver {
   readonly key: string;
   /** The event it is declared for, or null for a wildcard. */
   readonly event: string | null;
+  /**
+   * For a wildcard, the topic pattern it was declared for (`'library.*'`), or null for one
+   * declared for `AnyEvent` (and for a receiver of one event). Published because it is
+   * the whole of what a pattern receiver listens to: `event` is null for both kinds.
+   */
+  readonly pattern: string | null;
   /** When it runs relative to the firing transaction. */
   readonly mode: DeliveryMode;
   /** `handler` runs a function in a transaction; `delivery` sends through a transport. */
@@ -108,44 +117,70 @@ export interface CatalogueReceiver {
   /** The transport's name for a `delivery` receiver, or null for a handler. */
   readonly transport: string | null;
   /**
-   * Where its code runs: `'relay'` in the relay worker. The only site today; published so
-   * a task-backend site can be added without changing the format.
+   * Where its code runs: `'relay'` in the relay worker (an eager attempt runs in the firing
+   * process, see {@link CatalogueReceiver.eager}). The only site today; published so a
+   * task-backend site can be added without changing the format.
    */
   readonly site: 'relay' | 'task';
   /**
    * Which relay processes claim its rows: those started with `--lane` naming it, or, for
-   * `'default'`, those started with none. Always `'default'` until lanes exist.
+   * `'default'`, those started with none. A change is operational rather than breaking: the
+   * rows it still owes move with it, and need a relay serving the new lane.
    */
   readonly lane: string;
+  /**
+   * Whether a durable delivery is also attempted right after commit, in the firing process,
+   * with the relay as the fallback. Published because it changes where and how soon the
+   * receiver runs (and that a process death mid-receiver can run it twice).
+   */
+  readonly eager: boolean;
   /** Attempts before a durable delivery is dead-lettered (copied onto rows at fire time). */
   readonly maxAttempts: number;
   /** Its own lease, in seconds, or null where it uses `settings.leaseSeconds`. */
   readonly leaseSeconds: number | null;
   /** Its own attempt timeout, in seconds, or null where it uses the setting. */
   readonly timeoutSeconds: number | null;
-  /** Its own retry curve; each part null where it uses `settings.backoff`. */
+  /**
+   * Its own retry curve (`backoff: { baseSeconds, capSeconds }`); each part null where it
+   * uses `settings.backoff`. Read when an attempt fails rather than copied onto rows, so a
+   * change reaches deliveries already in flight.
+   */
   readonly backoff: {
     readonly baseSeconds: number | null;
     readonly capSeconds: number | null;
   };
   /**
-   * Where a fan-out receiver's targets callable lives (`file:line`), or null for a
-   * receiver that writes one delivery per event. Always null until targets exist.
+   * Where a fan-out receiver's `targets` function lives, or null for a receiver that writes
+   * one delivery per event. Published because it changes what a delivery is for this
+   * receiver — one per target rather than one per event — and a reader diffing catalogues
+   * should see that change.
+   *
+   * `file:line` relative to the project when `npx outbox codegen` wrote it (it reads the
+   * source). The runtime's catalogue cannot read the source, so it publishes the
+   * function's name instead (`function endpointsFor`, or `anonymous function`): never
+   * null for a fan-out, so the runtime catalogue does not describe one as a plain
+   * receiver. {@link CatalogueReceiver.dueCallable} is published the same way.
    */
   readonly targets: string | null;
   /**
-   * For a receiver scheduled with a delay, that delay in seconds from the event's
-   * occurred_at; null otherwise. Always null until `due` exists.
+   * For a receiver declared with `due` and a `Duration`, that delay in seconds,
+   * counted from the event's `occurredAt`; null otherwise. Published because it changes
+   * when the work happens.
    */
   readonly dueSeconds: number | null;
   /**
-   * For a receiver scheduled by a callable, where it lives (`file:line`); null otherwise.
-   * Two fields rather than one, so a JSON reader never switches on a value's type.
+   * For a receiver declared with `due` and a function, where the function lives, as
+   * {@link CatalogueReceiver.targets} is published; null otherwise. Two fields rather than
+   * one that is sometimes a number and sometimes a path, so a JSON reader never switches
+   * on a value's type. At most one of the two is set; a receiver with neither runs as soon
+   * as its event is recorded.
    */
   readonly dueCallable: string | null;
   /**
-   * How long a delivery may stay owed while it defers without counting, in seconds, or
-   * null for no bound. Always null until `giveUpAfter` exists.
+   * How long a delivery may stay owed while it defers without counting
+   * (`RetryAfter(seconds, { counts: false })`), in seconds, or null where the receiver
+   * declares no bound (such a deferral is then counted after all). Seconds rather than the
+   * declared `Duration`, so the JSON stays plain numbers, as the curve does.
    */
   readonly giveUpAfterSeconds: number | null;
   /**

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { renderCatalogueJson } from '../../catalogue/render-json.js';
 import { renderCatalogueMarkdown } from '../../catalogue/render-markdown.js';
 import { buildCatalogue } from '../../src/introspect/index.js';
-import { shopConfig } from './support.js';
+import { shopConfig, timingConfig } from './support.js';
 
 describe('rendering the catalogue', () => {
   const catalogue = buildCatalogue(shopConfig());
@@ -44,9 +44,9 @@ describe('rendering the catalogue', () => {
 
       ### Receivers
 
-      | Receiver        | Kind    | Mode    | Site  | Lane    | Max attempts | Lease (s) | Timeout (s) | Backoff (s) | Scheduling | Location |
-      | --------------- | ------- | ------- | ----- | ------- | ------------ | --------- | ----------- | ----------- | ---------- | -------- |
-      | \`stock.release\` | handler | durable | relay | default | 5            | 90        | default     | default     | on record  | —        |
+      | Receiver        | Kind    | Mode    | Site  | Lane    | Timing    | Targets | Max attempts | Lease (s) | Timeout (s) | Backoff (s) | Gives up after | Location |
+      | --------------- | ------- | ------- | ----- | ------- | --------- | ------- | ------------ | --------- | ----------- | ----------- | -------------- | -------- |
+      | \`stock.release\` | handler | durable | relay | default | on record | —       | 5            | 90        | default     | default     | —              | —        |
 
       ## \`shop.OrderPlaced\` (v1)
 
@@ -66,20 +66,69 @@ describe('rendering the catalogue', () => {
 
       ### Receivers
 
-      | Receiver        | Kind    | Mode    | Site  | Lane    | Max attempts | Lease (s) | Timeout (s) | Backoff (s) | Scheduling | Location |
-      | --------------- | ------- | ------- | ----- | ------- | ------------ | --------- | ----------- | ----------- | ---------- | -------- |
-      | \`mail.confirm\`  | handler | durable | relay | default | 3            | default   | default     | default     | on record  | —        |
-      | \`stock.reserve\` | handler | inline  | relay | default | 5            | default   | default     | default     | on record  | —        |
+      | Receiver        | Kind    | Mode    | Site  | Lane    | Timing             | Targets | Max attempts | Lease (s) | Timeout (s) | Backoff (s) | Gives up after | Location |
+      | --------------- | ------- | ------- | ----- | ------- | ------------------ | ------- | ------------ | --------- | ----------- | ----------- | -------------- | -------- |
+      | \`mail.confirm\`  | handler | durable | relay | default | on record          | —       | 3            | default   | default     | default     | —              | —        |
+      | \`stock.reserve\` | handler | inline  | relay | default | in the transaction | —       | 5            | default   | default     | default     | —              | —        |
 
       ## Wildcard receivers
 
-      Declared for \`AnyEvent\`: each receives every event above.
+      Declared for \`AnyEvent\` (each receives every event above) or for a topic pattern (each receives every event whose name starts with the pattern's text before its \`*\`). Matched when an event is fired, so an event declared later is received too.
 
-      | Receiver    | Kind            | Mode     | Site  | Lane    | Max attempts | Lease (s) | Timeout (s) | Backoff (s)  | Scheduling | Location |
-      | ----------- | --------------- | -------- | ----- | ------- | ------------ | --------- | ----------- | ------------ | ---------- | -------- |
-      | \`aa.audit\`  | handler         | onCommit | relay | default | 5            | default   | default     | default      | on record  | —        |
-      | \`zz.bridge\` | delivery (noop) | durable  | relay | default | 5            | default   | default     | 5 to default | on record  | —        |
+      | Receiver    | Listens to | Kind            | Mode     | Site  | Lane    | Timing       | Targets | Max attempts | Lease (s) | Timeout (s) | Backoff (s)  | Gives up after | Location |
+      | ----------- | ---------- | --------------- | -------- | ----- | ------- | ------------ | ------- | ------------ | --------- | ----------- | ------------ | -------------- | -------- |
+      | \`aa.audit\`  | \`AnyEvent\` | handler         | onCommit | relay | default | after commit | —       | 5            | default   | default     | default      | —              | —        |
+      | \`zz.bridge\` | \`AnyEvent\` | delivery (noop) | durable  | relay | default | on record    | —       | 5            | default   | default     | 5 to default | —              | —        |
       "
+    `);
+  });
+
+  it('Markdown shows lane, timing (due, eager) and targets in the receivers table, and a wildcard’s pattern', () => {
+    const text = renderCatalogueMarkdown(buildCatalogue(timingConfig()));
+    const tables = text
+      .split('\n')
+      .filter((line) => line.includes('| relay |') || line.startsWith('| Receiver'));
+    expect(tables).toMatchInlineSnapshot(`
+      [
+        "| Receiver        | Kind            | Mode    | Site  | Lane     | Timing                   | Targets            | Max attempts | Lease (s) | Timeout (s) | Backoff (s) | Gives up after | Location |",
+        "| \`offers.expire\` | handler         | durable | relay | slow     | due at function expiryOf | —                  | 5            | default   | default     | default     | —              | —        |",
+        "| \`offers.fanOut\` | delivery (noop) | durable | relay | webhooks | on record                | function tenantsOf | 5            | 45        | default     | 2 to 300    | 6h             | —        |",
+        "| \`offers.notify\` | handler         | durable | relay | default  | on record, eager         | —                  | 5            | default   | default     | default     | —              | —        |",
+        "| \`offers.remind\` | handler         | durable | relay | default  | due 2d after occurredAt  | —                  | 5            | default   | default     | default     | —              | —        |",
+        "| Receiver        | Listens to  | Kind            | Mode     | Site  | Lane    | Timing       | Targets          | Max attempts | Lease (s) | Timeout (s) | Backoff (s) | Gives up after | Location |",
+        "| \`all.bridge\`    | \`AnyEvent\`  | delivery (noop) | durable  | relay | default | on record    | —                | 5            | default   | default     | default     | —              | —        |",
+        "| \`library.audit\` | \`library.*\` | handler         | onCommit | relay | default | after commit | —                | 5            | default   | default     | default     | —              | —        |",
+        "| \`library.index\` | \`library.*\` | handler         | durable  | relay | default | on record    | function targets | 5            | default   | default     | default     | —              | —        |",
+        "| \`offers.log\`    | \`offers.*\`  | handler         | durable  | relay | default | on record    | —                | 5            | default   | default     | default     | —              | —        |",
+      ]
+    `);
+  });
+
+  it('JSON publishes every receiver field, the new ones included, in declaration order', () => {
+    const [first] = JSON.parse(
+      renderCatalogueJson(buildCatalogue(timingConfig())),
+    ).wildcardReceivers;
+    expect(Object.keys(first)).toMatchInlineSnapshot(`
+      [
+        "key",
+        "event",
+        "pattern",
+        "mode",
+        "kind",
+        "transport",
+        "site",
+        "lane",
+        "eager",
+        "maxAttempts",
+        "leaseSeconds",
+        "timeoutSeconds",
+        "backoff",
+        "targets",
+        "dueSeconds",
+        "dueCallable",
+        "giveUpAfterSeconds",
+        "location",
+      ]
     `);
   });
 });

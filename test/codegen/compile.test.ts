@@ -17,9 +17,11 @@ import type config from '../outbox.config.js';
 import {
   createEmitters,
   type EventName,
+  type OrderPlacedDue,
   type OrderPlacedHandler,
   type OrderPlacedInput,
   type OrderPlacedPayload,
+  type OrderPlacedTargets,
   type OrderShippedPayload,
   type ReceiverKey,
 } from './outbox.generated.js';
@@ -45,6 +47,12 @@ expectTypeOf<ReceiverKey>().toEqualTypeOf<
 expectTypeOf(emit.orderShipped).parameter(0).toEqualTypeOf<OrderShippedPayload>();
 expectTypeOf(emit.orderPlaced).returns.resolves.toHaveProperty('payload').toEqualTypeOf<OrderPlacedPayload>();
 expectTypeOf<Parameters<OrderPlacedHandler>[0]['payload']>().toEqualTypeOf<OrderPlacedPayload>();
+expectTypeOf<Parameters<OrderPlacedTargets>[0]['payload']>().toEqualTypeOf<OrderPlacedPayload>();
+expectTypeOf<ReturnType<OrderPlacedTargets>>().toEqualTypeOf<Iterable<string>>();
+expectTypeOf<Parameters<OrderPlacedDue>[0]['payload']>().toEqualTypeOf<OrderPlacedPayload>();
+expectTypeOf<ReturnType<OrderPlacedDue>>().toEqualTypeOf<Date>();
+export const skus: OrderPlacedTargets = (event) => event.payload.items.map((i) => i.sku);
+export const dueAt: OrderPlacedDue = (event) => event.payload.placedAt;
 
 export async function place(): Promise<void> {
   await emit.orderPlaced({
@@ -61,7 +69,7 @@ export async function place(): Promise<void> {
 const WRONG = `
 import type { Outbox } from '../../../../../src/index.js';
 import type config from '../outbox.config.js';
-import { createEmitters } from './outbox.generated.js';
+import { createEmitters, type OrderShippedDue, type OrderShippedTargets } from './outbox.generated.js';
 
 declare const outbox: Outbox<typeof config>;
 const emit = createEmitters(outbox);
@@ -71,6 +79,9 @@ export async function wrong(): Promise<void> {
   await emit.orderShipped({ orderId: 'o-1', carrier: 'fedex' });
   await emit.orderShipped({ orderId: 'o-1' });
 }
+
+export const due: OrderShippedDue = (event) => event.payload.orderId;
+export const targets: OrderShippedTargets = async (event) => [event.payload.orderId];
 `;
 
 let project: Project;
@@ -109,12 +120,14 @@ describe('the generated file compiles, and its emitters are typed', () => {
     expect(generated).toEqual([]);
   });
 
-  it('a wrong payload does not compile', () => {
+  it('a wrong payload, or a targets or due function returning the wrong thing, does not compile', () => {
     expect(diagnostics('wrong.ts', WRONG)).toMatchInlineSnapshot(`
       [
         "10: TS2322 Type 'number' is not assignable to type 'string'.",
         "11: TS2322 Type '"fedex"' is not assignable to type '"dhl" | "ups"'.",
         "12: TS2345 Argument of type '{ orderId: string; }' is not assignable to parameter of type 'OrderShippedPayload'.",
+        "15: TS2322 Type 'string' is not assignable to type 'Date'.",
+        "16: TS2741 Property '[Symbol.iterator]' is missing in type 'Promise<string[]>' but required in type 'Iterable<string>'.",
       ]
     `);
   });

@@ -64,7 +64,7 @@ describe('codegen of the fixture configs', () => {
       ['billing.charge', 'shop.OrderPlaced', 'outbox.config.ts:15'],
     ]);
     expect(result.message).toMatchInlineSnapshot(`
-      "outbox codegen: 2 receiver(s) cannot take their event's payload:
+      "outbox codegen: 2 receiver function(s) do not fit their event:
       outbox.config.ts:19: receivers["audit.everything"] listens to AnyEvent, but its handler onlyOrders cannot take that payload
         the handler takes a payload of type: { orderId: string; }
         a wildcard is handed every event, so its payload is: unknown
