@@ -48,9 +48,11 @@ expectTypeOf(emit.orderShipped).parameter(0).toEqualTypeOf<OrderShippedPayload>(
 expectTypeOf(emit.orderPlaced).returns.resolves.toHaveProperty('payload').toEqualTypeOf<OrderPlacedPayload>();
 expectTypeOf<Parameters<OrderPlacedHandler>[0]['payload']>().toEqualTypeOf<OrderPlacedPayload>();
 expectTypeOf<Parameters<OrderPlacedTargets>[0]['payload']>().toEqualTypeOf<OrderPlacedPayload>();
-expectTypeOf<ReturnType<OrderPlacedTargets>>().toEqualTypeOf<Iterable<string>>();
+expectTypeOf<ReturnType<OrderPlacedTargets>>().toEqualTypeOf<
+  Iterable<string> | Promise<Iterable<string>>
+>();
 expectTypeOf<Parameters<OrderPlacedDue>[0]['payload']>().toEqualTypeOf<OrderPlacedPayload>();
-expectTypeOf<ReturnType<OrderPlacedDue>>().toEqualTypeOf<Date>();
+expectTypeOf<ReturnType<OrderPlacedDue>>().toEqualTypeOf<Date | Promise<Date>>();
 export const skus: OrderPlacedTargets = (event) => event.payload.items.map((i) => i.sku);
 export const dueAt: OrderPlacedDue = (event) => event.payload.placedAt;
 
@@ -81,7 +83,7 @@ export async function wrong(): Promise<void> {
 }
 
 export const due: OrderShippedDue = (event) => event.payload.orderId;
-export const targets: OrderShippedTargets = async (event) => [event.payload.orderId];
+export const targets: OrderShippedTargets = async (event) => event.payload.orderId.length;
 `;
 
 let project: Project;
@@ -126,8 +128,8 @@ describe('the generated file compiles, and its emitters are typed', () => {
         "10: TS2322 Type 'number' is not assignable to type 'string'.",
         "11: TS2322 Type '"fedex"' is not assignable to type '"dhl" | "ups"'.",
         "12: TS2345 Argument of type '{ orderId: string; }' is not assignable to parameter of type 'OrderShippedPayload'.",
-        "15: TS2322 Type 'string' is not assignable to type 'Date'.",
-        "16: TS2741 Property '[Symbol.iterator]' is missing in type 'Promise<string[]>' but required in type 'Iterable<string>'.",
+        "15: TS2322 Type 'string' is not assignable to type 'Date | Promise<Date>'.",
+        "16: TS2322 Type 'Promise<number>' is not assignable to type 'Iterable<string> | Promise<Iterable<string>>'.",
       ]
     `);
   });
