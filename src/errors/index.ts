@@ -7,4 +7,4 @@ export {
   PayloadDecodeError,
   ValidationError,
 } from './outbox-error.js';
-export { NotYet, PermanentFailure, RetryAfter } from './signals.js';
+export { NotYet, PermanentFailure, RetryAfter, type RetryAfterOptions } from './signals.js';
