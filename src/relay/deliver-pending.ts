@@ -76,7 +76,8 @@ export async function deliverPending(
   };
   const workerId = `${rt.processId}:pending`;
   // With a `now` ahead of the real clock, a row a receiver rescheduled in place (NotYet)
-  // would be claimable again at once: such a row is attempted at most once per call. A
+  // would be claimable again at once: such a row is attempted at most once per call (left
+  // out of later claims by id; on the real clock none is, see below). A
   // failed row is not excluded: ignoring the backoff, it is retried until it succeeds or
   // its budget is spent, as the reference's drain does.
   const exclude = new Set<string>();
@@ -104,7 +105,9 @@ export async function deliverPending(
     });
     for (const [status, n] of Object.entries(batch.counts))
       counts[status as DeliveryStatus] += n ?? 0;
-    for (const id of batch.rescheduledIds) exclude.add(id);
+    // On the real clock a rescheduled row is not claimable again until its time has really
+    // come, so nothing is excluded and the claim stays the unfiltered one.
+    if (options.now !== undefined) for (const id of batch.rescheduledIds) exclude.add(id);
     if (options.limit !== undefined) break;
     remaining -= rows.length;
   }
