@@ -14,7 +14,15 @@ import type { ClaimOptions } from '../../src/storage/store.js';
 import type { TestDatabase } from '../../testing/databases.js';
 import { drainOutbox } from '../../testing/drain.js';
 import { describeEachDialect } from '../support/dialects.js';
-import { captureLogger, openOutbox, rowsOf, T0, type TestClock, testClock } from './support.js';
+import {
+  captureLogger,
+  describePostgres,
+  openOutbox,
+  rowsOf,
+  T0,
+  type TestClock,
+  testClock,
+} from './support.js';
 
 /** What a handler saw: which receiver, which event, at which time of the test clock. */
 interface Seen {
@@ -425,5 +433,50 @@ describeEachDialect('relay: deferrals (RetryAfter with counts: false)', (dialect
     expect(await outbox.deliverOne(second.id)).toBe('succeeded');
     expect(seen.map((s) => s.n)).toEqual([2]);
     expect((await rowsOf(outbox, 'mail.smtp'))[0]).toMatchObject({ status: 'failed', attempts: 0 });
+  });
+});
+
+describePostgres('relay: a deferral meets another relay of its lane', (dialect) => {
+  let db: TestDatabase;
+  beforeAll(async () => {
+    db = await dialect.open();
+  });
+  afterAll(() => db.cleanup());
+
+  it('the pause is per relay: the rows one relay handed back are delivered at once by another relay of the lane', async () => {
+    const clock = testClock();
+    const seen: string[] = [];
+    let calls = 0;
+    const config = defineOutbox({
+      events: { 'mail.Send': Send },
+      receivers: {
+        'mail.smtp': receiver(Send, {
+          handle: (e, ctx) => {
+            calls += 1;
+            if (calls === 1) throw new RetryAfter(60, { counts: false });
+            seen.push(`${ctx.deliveryId}:${e.payload.n}`);
+          },
+          lane: 'mail',
+          giveUpAfter: { hours: 1 },
+        }),
+      },
+    });
+    const outbox = await openOutbox(db, config, { clock: clock.now, jitter: () => 0.5 });
+    for (const n of [1, 2, 3]) await outbox.fire('mail.Send', { n });
+    let other: Awaited<ReturnType<Outbox['runRelay']>> | undefined;
+    const paused = await outbox.runRelay({
+      lane: 'mail',
+      workerId: 'paused',
+      passes: 3,
+      concurrency: 1,
+      pollIntervalMs: 10_000,
+      sleep: clockSleep(clock, async (idle) => {
+        if (idle === 1)
+          other = await outbox.runRelay({ lane: 'mail', workerId: 'other', untilIdle: true });
+      }),
+    });
+    expect(paused).toMatchObject({ failed: 1, succeeded: 0, handedBack: 2 });
+    expect(other).toMatchObject({ succeeded: 2 });
+    expect(seen.map((s) => s.split(':')[1]).sort()).toEqual(['2', '3']);
   });
 });
