@@ -4,6 +4,7 @@
  */
 
 export { decodeEvent, decodeJson, encodeJson } from './codec/index.js';
+export { DEFAULT_LANE } from './declare/define-outbox.js';
 export type {
   BackoffOptions,
   CommonReceiverOptions,

@@ -24,7 +24,9 @@ export interface RunRelayOptions {
   /**
    * Stop at the first claim that finds nothing owed, instead of waiting for more: what
    * `npx outbox relay --once` runs. Unlike `deliverPending()`, it is a relay in every other
-   * respect, so on SQLite it takes (and respects) the single-relay lock.
+   * respect, so on SQLite it takes (and respects) the single-relay lock. A lane paused by a
+   * deferral claims nothing, so a run that meets one ends at its next empty pass; the rows
+   * it handed back are owed to the next run.
    * @defaultValue false
    */
   readonly untilIdle?: boolean;
