@@ -259,6 +259,10 @@ describeEachDialect('relay: lanes', (dialect) => {
     expect((await rowsOf(outbox, 'shop.audit')).map((r) => r.leaseUntil)).toEqual([
       new Date(T0.getTime() + 66_000),
     ]);
+    // Every lane at once: leases of 20 s and 60 s differ, so settings.leaseSeconds + 10 %.
+    await outbox.fire('mail.Send', { n: 2 });
+    const every = await claimBatch(rt, { workerId: 'w', now: T0, limit: 10 });
+    expect([every.leaseSeconds, every.rows.length]).toEqual([66, 2]);
   });
 });
 

@@ -68,7 +68,8 @@ describe.skipIf(!inject('pgAvailable'))('the claim plan on a large table [postgr
     expect(generic).toContain('outbox_deliveries_owed');
     expect(generic).not.toMatch(/Seq Scan on outbox_deliveries/);
     // A lane's claim (the default lane leaving a named lane's keys out, a named lane
-    // taking only its own) reads the same index, custom and generic plan alike.
+    // taking only its own) and a topic relay's read the same index, custom and generic
+    // plan alike.
     const { postgresClaim } = await import('../../src/storage/postgres/statements.js');
     const { tableNames } = await import('../../src/storage/tables.js');
     const t = tableNames('outbox_', db.outboxOptions.schema);
@@ -79,13 +80,14 @@ describe.skipIf(!inject('pgAvailable'))('the claim plan on a large table [postgr
       excludeTopics: false,
       onlyEvents: false,
     };
-    for (const [shape, keys] of [
-      [{ ...none, excludeReceiverKeys: true }, ['r.mail']],
-      [{ ...none, receiverKeys: true }, ['r.one']],
+    for (const [shape, extra, literals] of [
+      [{ ...none, excludeReceiverKeys: true }, [['r.mail']], `'{r.mail}'`],
+      [{ ...none, receiverKeys: true }, [['r.one']], `'{r.one}'`],
+      [{ ...none, topics: true }, [[], ['a.']], `'{}', '{a.}'`],
     ] as const) {
       const laneClaim = postgresClaim(t, shape);
       const custom = await db.sequelize.query<{ 'QUERY PLAN': string }>(`EXPLAIN ${laneClaim}`, {
-        bind: ['w', new Date(), new Date(Date.now() + 60_000), at, false, 500, [], null, keys],
+        bind: ['w', new Date(), new Date(Date.now() + 60_000), at, false, 500, [], null, ...extra],
         type: QueryTypes.SELECT,
       });
       const customText = custom.map((r) => r['QUERY PLAN']).join('\n');
@@ -95,7 +97,7 @@ describe.skipIf(!inject('pgAvailable'))('the claim plan on a large table [postgr
         await db.sequelize.query('SET LOCAL plan_cache_mode = force_generic_plan', { transaction });
         await db.sequelize.query(`PREPARE outboxkit_lane_plan AS ${laneClaim}`, { transaction });
         const rows = await db.sequelize.query<{ 'QUERY PLAN': string }>(
-          `EXPLAIN EXECUTE outboxkit_lane_plan('w', now(), now() + interval '1 minute', now() + interval '1 second', false, 500, '{}', NULL, '{${keys[0]}}')`,
+          `EXPLAIN EXECUTE outboxkit_lane_plan('w', now(), now() + interval '1 minute', now() + interval '1 second', false, 500, '{}', NULL, ${literals})`,
           { type: QueryTypes.SELECT, transaction },
         );
         await db.sequelize.query('DEALLOCATE outboxkit_lane_plan', { transaction });
