@@ -53,7 +53,7 @@ export {
   isOutboxConfig,
   receiver,
 } from './declare/index.js';
-export type { OutboxErrorCode } from './errors/index.js';
+export type { OutboxErrorCode, RetryAfterOptions } from './errors/index.js';
 export {
   ConfigurationError,
   DeliveryError,

@@ -67,6 +67,12 @@ export interface RuntimeState {
   relays: number;
   /** The topics fired in each open transaction, signalled once it has really committed. */
   readonly pendingSignals: WeakMap<Transaction, Set<string>>;
+  /**
+   * The receivers already warned that they defer (`RetryAfter(…, { counts: false })`)
+   * without a `giveUpAfter`, so the deferral was counted: one warning per receiver per
+   * outbox instance, not one per attempt.
+   */
+  readonly countedDeferralWarned: Set<string>;
 }
 
 /**
@@ -101,7 +107,12 @@ export interface Runtime {
 
 /** A fresh {@link RuntimeState}. */
 export function newRuntimeState(): RuntimeState {
-  return { lastClaimMs: 0, relays: 0, pendingSignals: new WeakMap() };
+  return {
+    lastClaimMs: 0,
+    relays: 0,
+    pendingSignals: new WeakMap(),
+    countedDeferralWarned: new Set(),
+  };
 }
 
 const RUNTIME = Symbol.for('outboxkit.runtime');

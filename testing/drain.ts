@@ -15,6 +15,12 @@ export interface DrainOptions {
   readonly respectBackoff?: boolean;
   /** Read every claim against this moment instead of the clock: moves a test forward. */
   readonly now?: Date;
+  /**
+   * Deliver only this lane's rows (`'default'`: every row no named lane takes), as
+   * `runRelay({ lane })` claims them.
+   * @defaultValue null (every lane)
+   */
+  readonly lane?: string | null;
 }
 
 /**
@@ -35,5 +41,6 @@ export function drainOutbox(
     limit: options.limit,
     ignoreBackoff: !options.respectBackoff,
     now: options.now,
+    lane: options.lane,
   });
 }

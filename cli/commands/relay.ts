@@ -31,7 +31,23 @@ export interface RelayFlags extends ConnectionFlags {
   readonly concurrency?: number;
   readonly allowUnsafeConcurrency?: boolean;
   readonly shutdownTimeout: number;
+  /** `--lane`: the lane served (the default lane when omitted). */
+  readonly lane?: string;
+  /** `--all-lanes`: serve every lane. */
+  readonly allLanes?: boolean;
+  /** `--exclude-lane` (repeatable). */
+  readonly excludeLane?: readonly string[];
+  /** `--topic` (repeatable). */
+  readonly topic?: readonly string[];
+  /** `--exclude-topic` (repeatable). */
+  readonly excludeTopic?: readonly string[];
 }
+
+/** Collect a repeatable option's values. */
+const repeatable = (value: string, previous: readonly string[] | undefined): string[] => [
+  ...(previous ?? []),
+  value,
+];
 
 /** The default of `--shutdown-timeout`: below Kubernetes' 30 s grace period. */
 export const DEFAULT_SHUTDOWN_TIMEOUT_MS = 25_000;
@@ -52,6 +68,28 @@ export function relayCommand(command: Command): Command {
     .option('--concurrency <n>', 'deliveries at once (PostgreSQL; default 10)', integer(1, 1000))
     .addOption(
       new Option(
+        '--lane <lane>',
+        'serve only the receivers declared with this lane (default: the default lane, every row no named lane takes)',
+      ).conflicts('allLanes'),
+    )
+    .option('--all-lanes', 'serve every lane (a single relay, e.g. in development)')
+    .option(
+      '--exclude-lane <lane>',
+      'leave a lane out (repeatable; with --all-lanes: every lane but these)',
+      repeatable,
+    )
+    .option(
+      '--topic <topic>',
+      'serve only these topics: a name or a prefix pattern such as "library.*" (repeatable)',
+      repeatable,
+    )
+    .option(
+      '--exclude-topic <topic>',
+      'leave these topics to other relays (repeatable)',
+      repeatable,
+    )
+    .addOption(
+      new Option(
         '--shutdown-timeout <ms>',
         'after SIGTERM/SIGINT, how long the deliveries in hand may take before they are handed back unfinished (exit 3)',
       )
@@ -70,6 +108,15 @@ The database, first found wins:
   exports. With none of them the relay refuses to start. When the config exports a sequelize,
   a URL naming another database is refused (its models are bound to the config's Sequelize)
   unless --use-url-over-config.
+
+Lanes and topics:
+  A relay serves one lane: \`--lane mail\` claims only the receivers declared with
+  \`lane: 'mail'\`; without --lane it serves the default lane, every row no named lane takes
+  (rows of a deleted receiver included, recorded orphaned), so the default relay stays out
+  of a slow lane. \`--all-lanes\` serves every lane; \`--exclude-lane\` leaves lanes out.
+  --once serves the default lane too unless told otherwise. A lane no receiver declares is
+  refused (exit 1). \`--topic library.*\` / \`--exclude-topic taskiq\` split the table by
+  topic between relays (names, or prefix patterns ending in one *).
 
 Exit codes:
   0  --once: every delivery succeeded; without --once: stopped by SIGTERM/SIGINT and drained
@@ -205,7 +252,8 @@ async function runUntilStopped(
   process.on('SIGTERM', onSignal);
   process.on('SIGINT', onSignal);
   try {
-    out.info(`relay running on ${session.where}${flags.once ? ' (once)' : ''}`, {
+    const lane = flags.allLanes ? 'every lane' : `lane ${flags.lane ?? 'default'}`;
+    out.info(`relay running on ${session.where} (${lane})${flags.once ? ' (once)' : ''}`, {
       database: session.db.label,
       source: session.db.source,
       schema: session.schema,
@@ -221,6 +269,10 @@ async function runUntilStopped(
           concurrency: flags.concurrency,
           pollIntervalMs: flags.pollInterval,
           allowUnsafeConcurrency: flags.allowUnsafeConcurrency,
+          lane: flags.allLanes ? null : flags.lane,
+          excludeLanes: flags.excludeLane,
+          topics: flags.topic,
+          excludeTopics: flags.excludeTopic,
         })
         .then((report): Ending => ({ kind: 'report', report })),
       abandoned,

@@ -8,4 +8,4 @@ export {
   PayloadUpgradeFailed,
   ValidationError,
 } from './outbox-error.js';
-export { NotYet, PermanentFailure, RetryAfter } from './signals.js';
+export { NotYet, PermanentFailure, RetryAfter, type RetryAfterOptions } from './signals.js';

@@ -33,11 +33,13 @@ export function arrangeEager(
 ): void {
   let sequences: string[] | undefined;
   let keys: Set<string> | undefined;
+  let rows = 0;
   for (let i = 0; i < planned.length; i++) {
     if (fired[i].duplicate) continue;
     for (const d of planned[i].deliveries) {
       const receiver = rt.config.receiver(d.receiverKey);
       if (!receiver?.eager) continue;
+      rows += 1;
       keys ??= new Set();
       keys.add(d.receiverKey);
       sequences ??= [];
@@ -46,29 +48,27 @@ export function arrangeEager(
   }
   if (!sequences || !keys) return;
   const events = sequences;
-  const receivers = keys;
-  whenCommitted(transaction, () => attemptEagerly(rt, events, receivers));
+  const receivers = [...keys];
+  whenCommitted(transaction, () => attemptEagerly(rt, events, receivers, rows));
 }
 
-/** Claim the eager receivers' rows of these events, and deliver them; never throws. */
+/**
+ * Claim the eager receivers' rows of these events (one claim statement, narrowed to the
+ * events and the receivers), and deliver them; never throws.
+ */
 async function attemptEagerly(
   rt: Runtime,
   sequences: readonly string[],
-  receiverKeys: ReadonlySet<string>,
+  receiverKeys: readonly string[],
+  rows: number,
 ): Promise<void> {
   try {
-    const ids: string[] = [];
-    for (const sequence of sequences) {
-      for (const row of await rt.store.readDeliveries({ eventSequence: sequence })) {
-        if (receiverKeys.has(row.receiverKey) && row.status === 'pending') ids.push(row.id);
-      }
-    }
-    if (ids.length === 0) return;
     const claim = await claimBatch(rt, {
       workerId: `${rt.processId}:eager`,
       now: rt.clock(),
-      limit: ids.length,
-      onlyIds: ids,
+      limit: rows,
+      onlyEvents: sequences,
+      receiverKeys,
     });
     if (claim.rows.length === 0) return;
     await deliverBatch(rt, claim.rows, claim.token, {

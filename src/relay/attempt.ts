@@ -69,8 +69,9 @@ export function handBackOutcome(row: ClaimedDelivery, now: Date): Outcome {
  * does `PayloadUpgradeFailed` (an event's `upgrade` hook threw: the same row through the
  * same code fails the same way on every retry); a spent
  * budget dead-letters; `RetryAfter` schedules the next attempt when the destination asked
- * (capped, counted); `NotYet` moves the row to its time without spending an attempt; any
- * other error waits a full-jitter backoff.
+ * (capped, counted); a deferral (`RetryAfter(…, { counts: false })`) spends no attempt
+ * (see {@link deferralOutcome}); `NotYet` moves the row to its time without spending an
+ * attempt; any other error waits a full-jitter backoff.
  */
 export function failureOutcome(
   rt: Runtime,
@@ -90,8 +91,19 @@ export function failureOutcome(
       completedAt: null,
     };
   }
-  const attempts = row.attempts + 1;
   const lastError = errorText(error);
+  if (error instanceof RetryAfter && !error.counts) {
+    if (receiver?.giveUpAfterSeconds !== undefined)
+      return deferralOutcome(rt, row, receiver.giveUpAfterSeconds, error, lastError, now);
+    // Nothing would ever end a deferral that spends nothing: counted after all, below.
+    if (!rt.state.countedDeferralWarned.has(row.receiverKey)) {
+      rt.state.countedDeferralWarned.add(row.receiverKey);
+      rt.logger.warn(
+        `receiver ${row.receiverKey} deferred with RetryAfter(${error.seconds}, { counts: false }) but declares no giveUpAfter, so nothing would ever end the delivery: the deferral is counted as an attempt (no jitter, no lane pause). Declare giveUpAfter on the receiver to defer without counting.`,
+      );
+    }
+  }
+  const attempts = row.attempts + 1;
   if (
     error instanceof PermanentFailure ||
     error instanceof PayloadUpgradeFailed ||
@@ -101,13 +113,7 @@ export function failureOutcome(
   }
   let delaySeconds: number;
   if (error instanceof RetryAfter) {
-    const cap = rt.config.settings.maxRetryAfterSeconds;
-    if (error.seconds > cap) {
-      rt.logger.warn(
-        `receiver ${row.receiverKey} asked to retry after ${error.seconds}s; clamped to settings.maxRetryAfterSeconds (${cap}s)`,
-      );
-    }
-    delaySeconds = Math.min(error.seconds, cap);
+    delaySeconds = cappedRetryAfter(rt, row, error);
   } else {
     const s = rt.config.settings.backoff;
     delaySeconds = backoffSeconds(attempts, {
@@ -124,6 +130,74 @@ export function failureOutcome(
     lastError,
     completedAt: null,
   };
+}
+
+/**
+ * A `RetryAfter`'s delay in seconds, clamped to `settings.maxRetryAfterSeconds` with a
+ * warning naming both numbers.
+ */
+export function cappedRetryAfter(rt: Runtime, row: ClaimedDelivery, error: RetryAfter): number {
+  const cap = rt.config.settings.maxRetryAfterSeconds;
+  if (error.seconds > cap) {
+    rt.logger.warn(
+      `receiver ${row.receiverKey} asked to retry after ${error.seconds}s; clamped to settings.maxRetryAfterSeconds (${cap}s)`,
+    );
+  }
+  return Math.min(error.seconds, cap);
+}
+
+/**
+ * A deferral of a receiver declaring `giveUpAfter`: no attempt spent (so `maxAttempts`
+ * cannot end it), the row `failed` with the message as `last_error`, the next attempt
+ * between the (capped) seconds and twice that from now, spread by the jitter so a
+ * throttled burst does not come back as one wave. Once the row has been owed longer than
+ * `giveUpAfterSeconds` — since its due time, or since its event was recorded for a row
+ * owed at once — the deferral dead-letters it instead, as a spent budget would.
+ */
+function deferralOutcome(
+  rt: Runtime,
+  row: ClaimedDelivery,
+  giveUpAfterSeconds: number,
+  error: RetryAfter,
+  lastError: string,
+  now: Date,
+): Outcome {
+  const owedSince = (row.dueAt ?? row.event.recordedAt).getTime();
+  if (now.getTime() - owedSince > giveUpAfterSeconds * 1000) {
+    return {
+      id: row.id,
+      status: 'dead',
+      attempts: row.attempts,
+      availableAt: null,
+      lastError: `${lastError} (owed longer than giveUpAfter, ${giveUpAfterSeconds}s)`,
+      completedAt: now,
+    };
+  }
+  const seconds = cappedRetryAfter(rt, row, error);
+  return {
+    id: row.id,
+    status: 'failed',
+    attempts: row.attempts,
+    availableAt: new Date(now.getTime() + seconds * (1 + rt.jitter()) * 1000),
+    lastError,
+    completedAt: null,
+  };
+}
+
+/**
+ * Whether an attempt's result is a deferral that pauses its lane: a non-counting
+ * `RetryAfter` of a receiver declaring `giveUpAfter`, recorded `failed` (not the one that
+ * dead-lettered it). Returns the pause in seconds (the capped delay), or undefined.
+ */
+export function deferralPause(
+  rt: Runtime,
+  receiver: ResolvedReceiver | undefined,
+  outcome: Outcome,
+  error: unknown,
+): number | undefined {
+  if (!(error instanceof RetryAfter) || error.counts) return undefined;
+  if (receiver?.giveUpAfterSeconds === undefined || outcome.status !== 'failed') return undefined;
+  return Math.min(error.seconds, rt.config.settings.maxRetryAfterSeconds);
 }
 
 /** The time limit of one attempt of `receiver`, in seconds. */

@@ -2,13 +2,22 @@ import type { Runtime } from '../runtime.js';
 import type { ClaimedDelivery, ClaimOptions, ClaimToken } from '../storage/store.js';
 import { claimLeaseSeconds } from './claim-lease.js';
 import { newClaimToken } from './claim-token.js';
+import { laneKeyFilter } from './lanes.js';
 
 /**
  * What one claim asks for: the store's {@link ClaimOptions} without the token and the
- * lease, which this step mints, and with the worker the token is minted for.
+ * lease, which this step mints, and with the worker the token is minted for and the lanes
+ * it serves.
  */
 export type ClaimRequest = Omit<ClaimOptions, 'token' | 'leaseUntil'> & {
   readonly workerId: string;
+  /**
+   * Claim only the rows of these lanes (see lanes.ts: a named lane is its receivers' keys,
+   * the default lane every other key), under their receivers' lease; every lane when
+   * undefined. Empty claims nothing, without asking the database. Combined with
+   * `receiverKeys` / `excludeReceiverKeys` given as well, both hold.
+   */
+  readonly lanes?: readonly string[];
 };
 
 /** One claim: its token, its rows, and the lease it stamped. */
@@ -25,14 +34,26 @@ export interface Claim {
  * THE claim step, shared by `runRelay`, `deliverPending`, `deliverOne` and `drainOutbox`:
  * a fresh claim token on the real clock, and one claim statement leased from the later of
  * `now` and the real clock (so a test's `now` ahead of the clock never stamps a lease that
- * has already lapsed by the real clock's reckoning, nor one behind it).
+ * has already lapsed by the real clock's reckoning, nor one behind it). The lease is the
+ * claimed lanes' own (see {@link claimLeaseSeconds}); the lanes' filter is read from the
+ * config here, on every claim.
  */
 export async function claimBatch(rt: Runtime, request: ClaimRequest): Promise<Claim> {
   const token = newClaimToken(request.workerId, rt.clock, rt.state);
-  const leaseSeconds = claimLeaseSeconds(rt.config);
+  const leaseSeconds = claimLeaseSeconds(rt.config, request.lanes);
   const leaseUntil = new Date(
     Math.max(request.now.getTime(), rt.clock().getTime()) + leaseSeconds * 1000,
   );
+  const keys = keyFilter(rt, request);
+  // A filter that admits nothing (every served lane set aside, no topic) claims nothing:
+  // there is no statement to send.
+  if (
+    keys.receiverKeys?.length === 0 ||
+    request.topics?.length === 0 ||
+    request.onlyEvents?.length === 0
+  ) {
+    return { token, rows: [], leaseSeconds, leaseUntil };
+  }
   const rows = await rt.store.claim({
     token,
     now: request.now,
@@ -41,6 +62,28 @@ export async function claimBatch(rt: Runtime, request: ClaimRequest): Promise<Cl
     ignoreBackoff: request.ignoreBackoff,
     excludeIds: request.excludeIds,
     onlyIds: request.onlyIds,
+    ...keys,
+    topics: request.topics,
+    excludeTopics: request.excludeTopics,
+    onlyEvents: request.onlyEvents,
   });
   return { token, rows, leaseSeconds, leaseUntil };
+}
+
+/** The receiver-key filter of a request: its lanes', and its own keys', both holding. */
+function keyFilter(
+  rt: Runtime,
+  request: ClaimRequest,
+): Pick<ClaimOptions, 'receiverKeys' | 'excludeReceiverKeys'> {
+  const lane = request.lanes === undefined ? {} : laneKeyFilter(rt.config, request.lanes);
+  let receiverKeys = request.receiverKeys ?? lane.receiverKeys;
+  if (request.receiverKeys && lane.receiverKeys) {
+    const inLane = new Set(lane.receiverKeys);
+    receiverKeys = request.receiverKeys.filter((k) => inLane.has(k));
+  }
+  const excluded = [...(request.excludeReceiverKeys ?? []), ...(lane.excludeReceiverKeys ?? [])];
+  return {
+    receiverKeys,
+    excludeReceiverKeys: excluded.length > 0 ? excluded : undefined,
+  };
 }

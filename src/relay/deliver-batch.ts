@@ -2,6 +2,7 @@ import type { DeliveryStatus } from '../declare/types.js';
 import type { Runtime } from '../runtime.js';
 import type { ClaimedDelivery, ClaimToken } from '../storage/store.js';
 import { sortResults } from './attempt-result.js';
+import type { LaneControl } from './lanes.js';
 import { LeaseKeeper } from './lease-keeper.js';
 import { planBatch } from './plan-batch.js';
 import { handBack, recordBatch } from './record.js';
@@ -14,7 +15,8 @@ export interface BatchReport {
   readonly counts: Partial<Record<DeliveryStatus, number>>;
   /**
    * Rows handed back without an attempt spent: unstarted because the relay was asked to
-   * stop, or under a handler whose database failed.
+   * stop or their lane was set aside by a deferral, or under a handler whose database
+   * failed.
    */
   readonly handedBack: number;
   /** Rows whose claim was lost to another worker before their outcome could be recorded. */
@@ -35,6 +37,12 @@ export interface BatchOptions {
   readonly leaseUntil?: Date;
   /** How to wait between tries of the record. @defaultValue the runtime's scheduler */
   readonly sleep?: (ms: number) => Promise<void>;
+  /**
+   * Which lanes are set aside, and where a deferral reports the lane it pauses (the relay's
+   * pauses, a `deliverPending` call's set-aside lanes). Without it (`deliverOne`) a
+   * deferral is recorded and pauses nothing: a call made directly holds no batch.
+   */
+  readonly lanes?: LaneControl;
 }
 
 /**
@@ -65,6 +73,7 @@ export async function deliverBatch(
     run = await runTasks(rt, plan.tasks, token, lease, {
       concurrency: options.concurrency,
       stop: options.signal,
+      lanes: options.lanes,
     });
   } finally {
     await lease.dispose();

@@ -3,6 +3,8 @@ import { ConfigurationError } from '../errors/outbox-error.js';
 import type { Runtime } from '../runtime.js';
 import { claimBatch } from './claim.js';
 import { deliverBatch } from './deliver-batch.js';
+import { type LaneControl, servedLanes } from './lanes.js';
+import { checkTopics } from './relay-topics.js';
 
 /** Options of `outbox.deliverPending()`. */
 export interface DeliverPendingOptions {
@@ -20,11 +22,30 @@ export interface DeliverPendingOptions {
   readonly now?: Date;
   /** How many deliveries run at once. @defaultValue 1 */
   readonly concurrency?: number;
+  /**
+   * Deliver only this lane's rows, as `runRelay({ lane })` claims them (`'default'` is
+   * every row no named lane takes); `null`, the default here, is every lane — what this
+   * did before lanes existed and what `drainOutbox` promises. A lane no receiver declares
+   * is refused.
+   * @defaultValue null (every lane)
+   */
+  readonly lane?: string | null;
+  /** Lanes to leave out, as `runRelay({ excludeLanes })`. */
+  readonly excludeLanes?: readonly string[];
+  /** Deliver only these topics' events (names and `prefix*` patterns, as `runRelay`). */
+  readonly topics?: readonly string[];
+  /** Leave these topics' events out (names and `prefix*` patterns). */
+  readonly excludeTopics?: readonly string[];
 }
 
 /**
  * Claim and deliver what is owed until nothing is left (or `limit`), through the same
  * claim → decode → deliver → record path the relay runs, and report the outcomes.
+ *
+ * A receiver deferring with `RetryAfter(seconds, { counts: false })` sets its lane aside
+ * for the rest of the call: the lane's unstarted rows in the batch are handed back rather
+ * than attempted, and later claims leave the lane out, while every other lane goes on
+ * being delivered.
  */
 export async function deliverPending(
   rt: Runtime,
@@ -42,22 +63,37 @@ export async function deliverPending(
       { path: 'limit' },
     );
   }
+  const lanes = servedLanes(rt.config, 'deliverPending', options.lane, options.excludeLanes, null);
+  const topics = checkTopics('deliverPending', 'topics', options.topics);
+  const excludeTopics = checkTopics('deliverPending', 'excludeTopics', options.excludeTopics);
   const counts = zeroCounts();
   const settings = rt.config.settings;
+  // The lanes a deferral set aside: left out of every later claim of this call.
+  const aside = new Set<string>();
+  const lanesControl: LaneControl = {
+    setAside: (lane) => aside.has(lane),
+    defer: (lane) => void aside.add(lane),
+  };
   const workerId = `${rt.processId}:pending`;
   // With a `now` ahead of the real clock, a row a receiver rescheduled in place (NotYet)
-  // would be claimable again at once: such a row is attempted at most once per call. A
+  // would be claimable again at once: such a row is attempted at most once per call (left
+  // out of later claims by id; on the real clock none is, see below). A
   // failed row is not excluded: ignoring the backoff, it is retried until it succeeds or
   // its budget is spent, as the reference's drain does.
   const exclude = new Set<string>();
   let remaining = options.limit ?? Number.POSITIVE_INFINITY;
   while (remaining > 0) {
+    const claimLanes =
+      aside.size === 0 ? lanes : (lanes ?? rt.config.lanes).filter((l) => !aside.has(l));
     const claim = await claimBatch(rt, {
       workerId,
       now: options.now ?? rt.clock(),
       limit: Math.min(remaining, options.batchSize ?? settings.batchSize),
       ignoreBackoff: options.ignoreBackoff,
       excludeIds: exclude.size > 0 ? [...exclude] : undefined,
+      lanes: claimLanes,
+      topics,
+      excludeTopics,
     });
     const rows = claim.rows;
     if (rows.length === 0) break;
@@ -65,10 +101,13 @@ export async function deliverPending(
       concurrency: options.concurrency ?? 1,
       leaseSeconds: claim.leaseSeconds,
       leaseUntil: claim.leaseUntil,
+      lanes: lanesControl,
     });
     for (const [status, n] of Object.entries(batch.counts))
       counts[status as DeliveryStatus] += n ?? 0;
-    for (const id of batch.rescheduledIds) exclude.add(id);
+    // On the real clock a rescheduled row is not claimable again until its time has really
+    // come, so nothing is excluded and the claim stays the unfiltered one.
+    if (options.now !== undefined) for (const id of batch.rescheduledIds) exclude.add(id);
     if (options.limit !== undefined) break;
     remaining -= rows.length;
   }

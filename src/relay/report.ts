@@ -54,7 +54,9 @@ export async function reportVerdicts(
         eventId: row.event.uuid,
         eventName: row.event.name,
         target: row.target,
-        attempt: outcome.attempts,
+        // The attempt the receiver was given (a deferral spends none, so its row's count
+        // stays where it was, and the next run is given the same number again).
+        attempt: row.attempts + 1,
         status: outcome.status,
         error: outcome.lastError ?? '',
       });
@@ -79,22 +81,25 @@ function emitVerdict(rt: Runtime, { row, outcome: o, error }: RecordedVerdict): 
   const about = { deliveryId: o.id, receiverKey: row.receiverKey, eventName: row.event.name };
   switch (o.status) {
     case 'failed': {
-      const message = `delivery ${o.id} to ${row.receiverKey} failed (attempt ${o.attempts} of ${row.maxAttempts}); retrying at ${o.availableAt?.toISOString()}`;
+      const deferred = o.attempts === row.attempts;
+      const message = deferred
+        ? `delivery ${o.id} to ${row.receiverKey} deferred (attempt ${row.attempts + 1} not counted); retrying at ${o.availableAt?.toISOString()}`
+        : `delivery ${o.id} to ${row.receiverKey} failed (attempt ${o.attempts} of ${row.maxAttempts}); retrying at ${o.availableAt?.toISOString()}`;
       rt.logger.warn(message, { failure: deliveryError(message, o, row, error) });
       rt.events.emit('relay:failed', {
         ...about,
-        attempt: o.attempts,
+        attempt: row.attempts + 1,
         error: o.lastError ?? '',
         nextAttemptAt: o.availableAt!,
       });
       return;
     }
     case 'dead': {
-      const message = `delivery ${o.id} to ${row.receiverKey} is dead-lettered after attempt ${o.attempts}`;
+      const message = `delivery ${o.id} to ${row.receiverKey} is dead-lettered after attempt ${row.attempts + 1}`;
       rt.logger.error(message, { failure: deliveryError(message, o, row, error) });
       rt.events.emit('relay:deadLettered', {
         ...about,
-        attempt: o.attempts,
+        attempt: row.attempts + 1,
         error: o.lastError ?? '',
       });
       return;

@@ -1,3 +1,4 @@
+import { DEFAULT_LANE } from '../declare/define-outbox.js';
 import { type DeliveryStatus, zeroCounts } from '../declare/types.js';
 import { ConfigurationError } from '../errors/outbox-error.js';
 import { ClaimFailureLog } from '../observe/claim-failures.js';
@@ -5,7 +6,9 @@ import { type Runtime, realScheduler } from '../runtime.js';
 import type { WakeupConnection } from '../wakeups/wakeup.js';
 import { type Claim, claimBatch } from './claim.js';
 import { deliverBatch } from './deliver-batch.js';
+import { type LaneControl, LanePauses, servedLanes } from './lanes.js';
 import { RelayState } from './relay-state.js';
+import { checkTopics, servesTopic } from './relay-topics.js';
 import { SingleRelayLock } from './single-relay-lock.js';
 import { isTransientDatabaseError } from './transient.js';
 
@@ -21,7 +24,9 @@ export interface RunRelayOptions {
   /**
    * Stop at the first claim that finds nothing owed, instead of waiting for more: what
    * `npx outbox relay --once` runs. Unlike `deliverPending()`, it is a relay in every other
-   * respect, so on SQLite it takes (and respects) the single-relay lock.
+   * respect, so on SQLite it takes (and respects) the single-relay lock. A lane paused by a
+   * deferral claims nothing, so a run that meets one ends at its next empty pass; the rows
+   * it handed back are owed to the next run.
    * @defaultValue false
    */
   readonly untilIdle?: boolean;
@@ -56,6 +61,39 @@ export interface RunRelayOptions {
   readonly pollIntervalMs?: number;
   /** The clock claims are read against (tests move it). @defaultValue the outbox's clock */
   readonly now?: () => Date;
+  /**
+   * The lane this relay serves: only the rows of receivers declared with that `lane`, read
+   * from the config on every claim. The default lane (`'default'`) is every row no named
+   * lane takes — including rows of a receiver since deleted, which it records `orphaned` —
+   * and it is what a relay serves unless told otherwise: the default relay staying out of
+   * a slow lane is the whole of the isolation. `null` serves every lane (a single relay in
+   * development). A lane no receiver declares is refused at start (a ConfigurationError
+   * naming it and `config.lanes`), because a relay serving it would claim nothing and look
+   * healthy doing it.
+   *
+   * Each claim is leased for the lane's receivers: their shared `leaseSeconds` plus 10
+   * percent where they all declare one no longer than `settings.leaseSeconds`, else
+   * `settings.leaseSeconds` plus 10 percent — so a slow lane wants a `batchSize` it can
+   * work through inside that lease.
+   * @defaultValue `'default'`
+   */
+  readonly lane?: string | null;
+  /**
+   * Lanes to leave out (with `lane: null`, every lane but these): each lane's own
+   * condition negated, so it covers available rows and lapsed claims alike. Excluding the
+   * default lane leaves only the named ones. Each must be a declared lane.
+   */
+  readonly excludeLanes?: readonly string[];
+  /**
+   * Serve only these topics' events — claimed, delivered and counted only for them — so
+   * relays of different topics share one table: topic names, and prefix patterns ending
+   * in one `*` (`'library.*'`), whose `_` and `%` are plain characters (a `*` or `?`
+   * elsewhere is refused). A wakeup naming topics wakes the relay only when one is its.
+   * @defaultValue every topic
+   */
+  readonly topics?: readonly string[];
+  /** Leave these topics' events to other relays (names and prefix patterns, as `topics`). */
+  readonly excludeTopics?: readonly string[];
   /**
    * How the relay waits (idle, or backing off after a database error); resolves early when
    * `signal` aborts. @defaultValue the outbox's scheduler (`createOutbox({ scheduler })`)
@@ -103,6 +141,15 @@ export async function runRelay(rt: Runtime, options: RunRelayOptions = {}): Prom
       { path: 'passes' },
     );
   }
+  const lanes = servedLanes(
+    rt.config,
+    'runRelay',
+    options.lane,
+    options.excludeLanes,
+    DEFAULT_LANE,
+  );
+  const topics = checkTopics('runRelay', 'topics', options.topics);
+  const excludeTopics = checkTopics('runRelay', 'excludeTopics', options.excludeTopics);
   const workerId = options.workerId ?? `${rt.processId}:relay-${++rt.state.relays}`;
   const pollMs = options.pollIntervalMs ?? settings.pollIntervalMs;
   const now = options.now ?? rt.clock;
@@ -135,6 +182,24 @@ export async function runRelay(rt: Runtime, options: RunRelayOptions = {}): Prom
     maxInFlight: rt.store.capabilities.splitsQueue ? 2 : 1,
   });
   const report: RelayReport = { ...zeroCounts(), passes: 0, handedBack: 0 };
+  // A deferral pauses its lane in this relay for the seconds it asked, on `now`: the
+  // lane's unstarted rows are handed back, and claims leave it out until the pause ends.
+  const pauses = new LanePauses();
+  const lanesControl: LaneControl = {
+    setAside: (lane) => pauses.isPaused(lane, now().getTime()),
+    defer: (lane, seconds) => {
+      pauses.pause(lane, now().getTime() + seconds * 1000);
+      rt.logger.info(
+        `lane ${lane} paused for ${seconds}s in relay ${workerId}: a receiver deferred (RetryAfter, counts: false); its unstarted rows are handed back`,
+      );
+    },
+  };
+  /** The lanes the next claim takes: those served, less the paused ones. */
+  const claimLanes = (at: Date): readonly string[] | undefined => {
+    const paused = pauses.active(at.getTime());
+    if (paused.size === 0) return lanes;
+    return (lanes ?? rt.config.lanes).filter((l) => !paused.has(l));
+  };
   let errorBackoffMs = pollMs;
   // An outage is logged once (and once more when it ends), not once per failed claim.
   const claimFailures = new ClaimFailureLog(rt.logger, rt.clock);
@@ -151,6 +216,7 @@ export async function runRelay(rt: Runtime, options: RunRelayOptions = {}): Prom
         signal: stop.signal,
         leaseSeconds: claim.leaseSeconds,
         leaseUntil: claim.leaseUntil,
+        lanes: lanesControl,
         // Record retries wait on the relay's sleep, but are not cut short by a stop:
         // the record is written even when the relay is stopping.
         sleep: (ms) => sleep(ms, NEVER),
@@ -177,7 +243,18 @@ export async function runRelay(rt: Runtime, options: RunRelayOptions = {}): Prom
   let unsubscribe: (() => Promise<void>) | undefined;
   try {
     // Inside the try: a wakeup that cannot listen must not leave the lock held.
-    unsubscribe = await rt.wakeup?.listen(state.wake, { connection: connectionOf(rt) });
+    // A relay of some topics is woken only by a signal naming one of its topics (or none).
+    const onSignal =
+      topics === undefined && excludeTopics === undefined
+        ? state.wake
+        : (signalled: readonly string[]) => {
+            if (
+              signalled.length === 0 ||
+              signalled.some((t) => servesTopic(topics, excludeTopics, t))
+            )
+              state.wake();
+          };
+    unsubscribe = await rt.wakeup?.listen(onSignal, { connection: connectionOf(rt) });
     while (
       !stop.signal.aborted &&
       (options.passes === undefined || report.passes < options.passes)
@@ -187,7 +264,15 @@ export async function runRelay(rt: Runtime, options: RunRelayOptions = {}): Prom
       if (lock && !(await lock.renew())) break;
       let claim: Claim;
       try {
-        claim = await claimBatch(rt, { workerId, now: now(), limit: batchSize });
+        const at = now();
+        claim = await claimBatch(rt, {
+          workerId,
+          now: at,
+          limit: batchSize,
+          lanes: claimLanes(at),
+          topics,
+          excludeTopics,
+        });
         errorBackoffMs = pollMs;
         claimFailures.succeeded();
       } catch (error) {

@@ -1,6 +1,8 @@
 import type { Runtime } from '../runtime.js';
 import type { ClaimedDelivery, ClaimToken } from '../storage/store.js';
+import { deferralPause } from './attempt.js';
 import type { AttemptResult } from './attempt-result.js';
+import type { LaneControl } from './lanes.js';
 import type { LeaseKeeper } from './lease-keeper.js';
 import { rowsOf, type Task } from './plan-batch.js';
 import { reportAcknowledged } from './report.js';
@@ -11,7 +13,11 @@ import { runTransport } from './run-transport.js';
 export interface TasksRun {
   /** One result per row attempted, in the order the attempts ended. */
   readonly results: readonly AttemptResult[];
-  /** Rows never started because the relay was asked to stop. */
+  /**
+   * Rows never started: the relay was asked to stop, or their lane was set aside by a
+   * deferral (handed back rather than attempted: each would cost a call to learn what the
+   * first already said).
+   */
   readonly unstarted: readonly ClaimedDelivery[];
   /**
    * Rows whose task threw: a fault of the relay's own (a receiver's failure is a result,
@@ -23,7 +29,10 @@ export interface TasksRun {
 
 /**
  * Run the tasks `concurrency` at a time (one at a time on a single-writer database), and
- * start no new one once `stop` aborts. Each task's result is returned as a value; the lease
+ * start no new one once `stop` aborts, nor one whose lane `lanes` says is set aside. A
+ * deferral (`RetryAfter(…, { counts: false })` of a receiver with `giveUpAfter`) tells
+ * `lanes` at once, so the lane's later tasks of this batch (and of a batch beside it) are
+ * handed back. Each task's result is returned as a value; the lease
  * keeper lets go of a row once its fate is written (a handler's acknowledgement), and a
  * handler's committed delivery is reported at once.
  */
@@ -32,19 +41,24 @@ export async function runTasks(
   tasks: readonly Task[],
   token: ClaimToken,
   lease: LeaseKeeper,
-  options: { readonly concurrency: number; readonly stop?: AbortSignal },
+  options: {
+    readonly concurrency: number;
+    readonly stop?: AbortSignal;
+    readonly lanes?: LaneControl;
+  },
 ): Promise<TasksRun> {
   const limit = rt.store.capabilities.writers === 'one' ? 1 : Math.max(1, options.concurrency);
-  const lanes = Math.min(limit, tasks.length);
+  const workers = Math.min(limit, tasks.length);
+  const laneControl = options.lanes;
   const results: AttemptResult[] = [];
   const unstarted: ClaimedDelivery[] = [];
   const faulted: ClaimedDelivery[] = [];
   let next = 0;
-  const lane = async (): Promise<void> => {
+  const worker = async (): Promise<void> => {
     while (next < tasks.length) {
       const task = tasks[next++];
       const rows = rowsOf(task);
-      if (options.stop?.aborted) {
+      if (options.stop?.aborted || laneControl?.setAside(task.receiver.lane)) {
         unstarted.push(...rows);
         continue;
       }
@@ -59,6 +73,10 @@ export async function runTasks(
           // lost to another worker) needs no lease; a verdict still to be recorded keeps it.
           if (result.kind === 'acknowledged' || result.kind === 'lost')
             lease.settle([result.row.id]);
+          if (result.kind === 'outcome' && laneControl) {
+            const pause = deferralPause(rt, result.receiver, result.outcome, result.error);
+            if (pause !== undefined) laneControl.defer(result.receiver.lane, pause);
+          }
           results.push(result);
         }
       } catch (error) {
@@ -70,6 +88,6 @@ export async function runTasks(
       }
     }
   };
-  await Promise.all(Array.from({ length: lanes }, lane));
+  await Promise.all(Array.from({ length: workers }, worker));
   return { results, unstarted, faulted };
 }

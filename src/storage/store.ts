@@ -94,6 +94,27 @@ export interface ClaimOptions {
   readonly excludeIds?: readonly string[];
   /** Claim only among these delivery ids (`deliverOne`); every other condition still holds. */
   readonly onlyIds?: readonly string[];
+  /**
+   * Claim only rows of these receiver keys (a named lane is the keys of its receivers).
+   * Empty claims nothing. Applied to the whole owed condition, available rows and lapsed
+   * claims alike, so a relay never takes over another lane's lapsed claims.
+   */
+  readonly receiverKeys?: readonly string[];
+  /**
+   * Leave out rows of these receiver keys (the default lane: every key no named lane
+   * takes, so rows of a receiver since deleted stay in it). Empty adds nothing.
+   */
+  readonly excludeReceiverKeys?: readonly string[];
+  /**
+   * Claim only rows whose event's topic (its name) is one of these: names, and prefix
+   * patterns ending in one `*` (`'library.*'`), whose `_` and `%` are plain characters.
+   * Empty claims nothing. Patterns must have passed `topicPatternProblem`.
+   */
+  readonly topics?: readonly string[];
+  /** Leave out rows whose event's topic is one of these (names and prefix patterns). */
+  readonly excludeTopics?: readonly string[];
+  /** Claim only rows of these event sequences (an `eager` attempt of just-committed events). */
+  readonly onlyEvents?: readonly string[];
 }
 
 /** The recorded outcome of one attempt. */

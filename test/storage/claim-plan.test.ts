@@ -67,6 +67,45 @@ describe.skipIf(!inject('pgAvailable'))('the claim plan on a large table [postgr
     });
     expect(generic).toContain('outbox_deliveries_owed');
     expect(generic).not.toMatch(/Seq Scan on outbox_deliveries/);
+    // A lane's claim (the default lane leaving a named lane's keys out, a named lane
+    // taking only its own) and a topic relay's read the same index, custom and generic
+    // plan alike.
+    const { postgresClaim } = await import('../../src/storage/postgres/statements.js');
+    const { tableNames } = await import('../../src/storage/tables.js');
+    const t = tableNames('outbox_', db.outboxOptions.schema);
+    const none = {
+      receiverKeys: false,
+      excludeReceiverKeys: false,
+      topics: false,
+      excludeTopics: false,
+      onlyEvents: false,
+    };
+    for (const [shape, extra, literals] of [
+      [{ ...none, excludeReceiverKeys: true }, [['r.mail']], `'{r.mail}'`],
+      [{ ...none, receiverKeys: true }, [['r.one']], `'{r.one}'`],
+      [{ ...none, topics: true }, [[], ['a.']], `'{}', '{a.}'`],
+    ] as const) {
+      const laneClaim = postgresClaim(t, shape);
+      const custom = await db.sequelize.query<{ 'QUERY PLAN': string }>(`EXPLAIN ${laneClaim}`, {
+        bind: ['w', new Date(), new Date(Date.now() + 60_000), at, false, 500, [], null, ...extra],
+        type: QueryTypes.SELECT,
+      });
+      const customText = custom.map((r) => r['QUERY PLAN']).join('\n');
+      expect(customText).toContain('outbox_deliveries_owed');
+      expect(customText).not.toMatch(/Seq Scan on outbox_deliveries/);
+      const laneGeneric = await db.sequelize.transaction(async (transaction) => {
+        await db.sequelize.query('SET LOCAL plan_cache_mode = force_generic_plan', { transaction });
+        await db.sequelize.query(`PREPARE outboxkit_lane_plan AS ${laneClaim}`, { transaction });
+        const rows = await db.sequelize.query<{ 'QUERY PLAN': string }>(
+          `EXPLAIN EXECUTE outboxkit_lane_plan('w', now(), now() + interval '1 minute', now() + interval '1 second', false, 500, '{}', NULL, ${literals})`,
+          { type: QueryTypes.SELECT, transaction },
+        );
+        await db.sequelize.query('DEALLOCATE outboxkit_lane_plan', { transaction });
+        return rows.map((r) => r['QUERY PLAN']).join('\n');
+      });
+      expect(laneGeneric).toContain('outbox_deliveries_owed');
+      expect(laneGeneric).not.toMatch(/Seq Scan on outbox_deliveries/);
+    }
     // And a real claim through the store takes 500 rows, oldest first.
     const { runtimeOf } = await import('../../src/runtime.js');
     const rows = await runtimeOf(outbox).store.claim({

@@ -445,6 +445,100 @@ describeEachDialect('OutboxStore conformance', (dialect) => {
     });
   });
 
+  describe('claim filters', () => {
+    /** Write one event of `name` owing a row to each of `keys`; returns its sequence. */
+    const write = async (name: string, keys: readonly string[] = ['r.one']) => {
+      const row = {
+        ...eventRow({ n: 0 }),
+        name,
+        deliveries: keys.map((receiverKey) => ({
+          receiverKey,
+          target: '',
+          maxAttempts: 5,
+          availableAt: T0,
+          dueAt: null,
+        })),
+      };
+      const [w] = await db.sequelize.transaction((tx) => store.insertEvents([row], tx));
+      return w.sequence;
+    };
+    const claimWith = async (now: Date, filter: Partial<Parameters<OutboxStore['claim']>[0]>) =>
+      (
+        await store.claim({
+          token: token('f'),
+          now,
+          leaseUntil: new Date(now.getTime() + 60_000),
+          limit: 100,
+          ...filter,
+        })
+      ).map((r) => `${r.event.name}/${r.receiverKey}`);
+
+    it('by receiver keys, included or left out, covering lapsed claims too', async () => {
+      await write('a.Happened', ['r.one', 'r.two', 'r.gone']);
+      // r.two's row is claimed under a lease that lapses at 10 s.
+      await store.claim({
+        token: token('dead'),
+        now: at(1),
+        leaseUntil: at(10),
+        limit: 100,
+        receiverKeys: ['r.two'],
+      });
+      expect(await claimWith(at(20), { receiverKeys: [] })).toEqual([]);
+      expect(await claimWith(at(20), { excludeReceiverKeys: ['r.two'] })).toEqual([
+        'a.Happened/r.one',
+        'a.Happened/r.gone',
+      ]);
+      // The lapsed claim is taken only by a claim of its own key.
+      expect(await claimWith(at(20), { receiverKeys: ['r.one', 'r.gone'] })).toEqual([]);
+      expect(await claimWith(at(20), { receiverKeys: ['r.two'] })).toEqual(['a.Happened/r.two']);
+    });
+
+    it('by topic names and prefix patterns, whose _ and % are plain characters', async () => {
+      for (const name of ['library.BookAdded', 'library.LoanEnded', 'lib_x.A', 'libXx.B', 'shop.%'])
+        await write(name);
+      await write('shopX');
+      expect(await claimWith(at(1), { topics: ['lib_*'] })).toEqual(['lib_x.A/r.one']);
+      expect(await claimWith(at(1), { topics: ['shop.%*'] })).toEqual(['shop.%/r.one']);
+      expect(await claimWith(at(1), { topics: ['library.*', 'shopX'] })).toEqual([
+        'library.BookAdded/r.one',
+        'library.LoanEnded/r.one',
+        'shopX/r.one',
+      ]);
+      expect(await claimWith(at(1), { topics: [] })).toEqual([]);
+      expect(await claimWith(at(1), {})).toEqual(['libXx.B/r.one']);
+    });
+
+    it('leaving topics out, by name and by pattern', async () => {
+      for (const name of ['library.BookAdded', 'taskiq', 'shop.Placed', 'shop.Paid'])
+        await write(name);
+      expect(await claimWith(at(1), { excludeTopics: ['taskiq', 'shop.*'] })).toEqual([
+        'library.BookAdded/r.one',
+      ]);
+      expect(await claimWith(at(1), { topics: ['shop.*'], excludeTopics: ['shop.Paid'] })).toEqual([
+        'shop.Placed/r.one',
+      ]);
+      expect(await claimWith(at(1), { excludeTopics: [] })).toEqual([
+        'taskiq/r.one',
+        'shop.Paid/r.one',
+      ]);
+    });
+
+    it('only the rows of given events, for given receivers', async () => {
+      const first = await write('a.Happened', ['r.one', 'r.two']);
+      const second = await write('a.Happened', ['r.one', 'r.two']);
+      const rows = await store.claim({
+        token: token('eager'),
+        now: at(1),
+        leaseUntil: at(61),
+        limit: 100,
+        onlyEvents: [second],
+        receiverKeys: ['r.two'],
+      });
+      expect(rows.map((r) => [r.event.sequence, r.receiverKey])).toEqual([[second, 'r.two']]);
+      expect((await claimWith(at(1), { onlyEvents: [first] })).length).toBe(2);
+    });
+  });
+
   describe('maintenance', () => {
     it('counts deliveries by status, zeros included', async () => {
       await outbox.fire('a.Happened', { n: 1 });

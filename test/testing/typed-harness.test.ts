@@ -90,7 +90,7 @@ describe('assertFired, typed by the outbox config', () => {
 });
 
 describe('drainOutbox and the test databases, typed', () => {
-  it('drainOutbox takes any outbox and exactly its three options, and counts by status', () => {
+  it('drainOutbox takes any outbox and exactly its four options, and counts by status', () => {
     expectTypeOf(() => drainOutbox(outbox)).returns.resolves.toEqualTypeOf<
       Record<DeliveryStatus, number>
     >();
@@ -101,6 +101,7 @@ describe('drainOutbox and the test databases, typed', () => {
       readonly limit?: number;
       readonly respectBackoff?: boolean;
       readonly now?: Date;
+      readonly lane?: string | null;
     }>();
     expectTypeOf(() =>
       // @ts-expect-error a misspelt option does not compile

@@ -51,6 +51,8 @@ export const postgresDialect: SqlDialect = {
   param: (n, type) => `$${n}::${PG_TYPES[type]}`,
   inList: (column, n, type) => `${column} = ANY($${n}::${pgArray(type)})`,
   listIsNull: (n, type) => `$${n}::${pgArray(type)} IS NULL`,
+  startsWithAny: (column, n) =>
+    `EXISTS (SELECT 1 FROM unnest($${n}::text[]) AS p(v) WHERE left(${column}, length(p.v)) = p.v)`,
   rowsParam: <T>(first: number, alias: string, columns: readonly RowColumn<T>[]) =>
     `unnest(${columns.map((c, i) => `$${first + i}::${pgArray(c.type)}`).join(', ')})
            AS ${alias}(${columns.map((c) => c.name).join(', ')})`,

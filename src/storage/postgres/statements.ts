@@ -6,6 +6,7 @@
  * and `bench/explain.ts`, which EXPLAIN exactly the text the store runs.
  */
 import { EVENT_COLUMNS } from '../rows.js';
+import type { ClaimShape } from '../sql/claim-filter.js';
 import {
   columnList,
   DELIVERY_INSERT_COLUMNS,
@@ -138,21 +139,7 @@ export function postgresStatements(
      * bench machine). The setting ends with the statement: the pool's connection keeps the
      * server's default for whatever runs on it next.
      */
-    claim: `
-      WITH claimed AS (
-        UPDATE ${t.deliveries} d
-        SET status = 'claimed', claimed_by = $1, claimed_at = $2, lease_until = $3
-        WHERE d.id = ANY(ARRAY(
-          ${claimCandidates(t, d)}
-          FOR UPDATE SKIP LOCKED
-        ))
-        RETURNING ${CLAIMED_COLUMNS('d')}
-      )
-      SELECT c.id::text AS id, c.receiver_key, c.target, c.attempts, c.max_attempts,
-             ${epochMs('c.due_at')} AS due_at, ${EVENT_COLUMNS('e', epochMs)}
-      FROM claimed c JOIN ${t.events} e ON e.id = c.event_id
-      WHERE (SELECT set_config('synchronous_commit', 'off', true)) = 'off'
-      ORDER BY c.event_id, c.id`,
+    claim: postgresClaim(t),
     /** The shared acknowledgement (see sql/statements.ts), run as a prepared statement. */
     acknowledge: sharedStatements(t, d).acknowledge,
     /**
@@ -210,4 +197,27 @@ export function postgresStatements(
       )
       SELECT (SELECT count(*) FROM ok) + (SELECT count(*) FROM rest) AS n`,
   };
+}
+
+/**
+ * The claim of one filter shape (see sql/claim-filter.ts; the unfiltered claim without
+ * one): the text `postgresStatements().claim` documents, with the shape's conditions, and
+ * their parameters from $9 on, in the candidates.
+ */
+export function postgresClaim(t: TableNames, shape?: ClaimShape): string {
+  return `
+      WITH claimed AS (
+        UPDATE ${t.deliveries} d
+        SET status = 'claimed', claimed_by = $1, claimed_at = $2, lease_until = $3
+        WHERE d.id = ANY(ARRAY(
+          ${claimCandidates(t, d, shape)}
+          FOR UPDATE SKIP LOCKED
+        ))
+        RETURNING ${CLAIMED_COLUMNS('d')}
+      )
+      SELECT c.id::text AS id, c.receiver_key, c.target, c.attempts, c.max_attempts,
+             ${epochMs('c.due_at')} AS due_at, ${EVENT_COLUMNS('e', epochMs)}
+      FROM claimed c JOIN ${t.events} e ON e.id = c.event_id
+      WHERE (SELECT set_config('synchronous_commit', 'off', true)) = 'off'
+      ORDER BY c.event_id, c.id`;
 }

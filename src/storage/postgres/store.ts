@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import type { Sequelize, Transaction } from 'sequelize';
 import { type Row, toStoredEvent } from '../rows.js';
 import { lastCompletion } from '../sql/batch-completion.js';
+import { claimShape, isUnfiltered, shapeKey } from '../sql/claim-filter.js';
 import { EVENT_INSERT_COLUMNS, OUTCOME_COLUMNS } from '../sql/columns.js';
 import { migrate } from '../sql/migrate.js';
 import { SqlStore } from '../sql/sql-store.js';
@@ -37,6 +38,7 @@ import { postgresRunner } from './runner.js';
 import {
   KEYED_DELIVERY_COLUMNS,
   type PostgresStatements,
+  postgresClaim,
   postgresStatements,
 } from './statements.js';
 
@@ -58,6 +60,8 @@ export class PostgresStore extends SqlStore {
   readonly #recordName: string;
   readonly #recordSucceededName: string;
   readonly #recordMixedName: string;
+  /** The filtered claims' texts and prepared names, one per filter shape met. */
+  readonly #filteredClaims = new Map<string, { name: string; text: string }>();
 
   constructor(
     sequelize: Sequelize,
@@ -173,7 +177,22 @@ export class PostgresStore extends SqlStore {
    * statement to a generic plan after five runs (test/storage/claim-plan.test.ts pins it).
    */
   async claim(o: ClaimOptions): Promise<ClaimedDelivery[]> {
-    const { rows } = await this.#pooled(this.#claimName, this.#sql.claim, this.claimBind(o));
+    const shape = claimShape(o);
+    let name = this.#claimName;
+    let text = this.#sql.claim;
+    if (!isUnfiltered(shape)) {
+      // A filtered claim (a lane, topics, an eager attempt): its shape's own statement,
+      // prepared under a name of its own; the unfiltered claim stays the one above.
+      const key = shapeKey(shape);
+      let filtered = this.#filteredClaims.get(key);
+      if (!filtered) {
+        const claimText = postgresClaim(this.t, shape);
+        filtered = { name: preparedName('claim', claimText), text: claimText };
+        this.#filteredClaims.set(key, filtered);
+      }
+      ({ name, text } = filtered);
+    }
+    const { rows } = await this.#pooled(name, text, this.claimBind(o, shape));
     return (rows as Row[]).map((r) => this.toClaimed(r, toStoredEvent(r)));
   }
 

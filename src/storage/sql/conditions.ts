@@ -4,6 +4,7 @@
  * PostgreSQL and SQLite statements (and a later MariaDB one) embed the same predicate.
  */
 import type { TableNames } from '../tables.js';
+import { type ClaimShape, claimFilterSql } from './claim-filter.js';
 import type { SqlDialect } from './dialect.js';
 
 /** Statuses that still owe work: what the claim reads and the ordering check waits on. */
@@ -55,12 +56,16 @@ export function notHeldBack(t: TableNames, row: string): string {
  * high-water mark, so a transaction that commits late is not skipped. The dialect wraps it:
  * PostgreSQL locks the rows `FOR UPDATE SKIP LOCKED`, SQLite (one writer) updates them
  * directly. Reads the partial index deliveries_owed (event_id, id).
+ *
+ * With a `shape`, the filters it names (lanes as receiver keys, topics, events; see
+ * claim-filter.ts) are ANDed to the whole of it, their parameters from `$9` on; without
+ * one the text is the unfiltered claim's, unchanged.
  */
-export function claimCandidates(t: TableNames, d: SqlDialect): string {
+export function claimCandidates(t: TableNames, d: SqlDialect, shape?: ClaimShape): string {
   return `SELECT c.id FROM ${t.deliveries} c
           WHERE ${owed('c', '$4', d.param(5, 'boolean'))}
             AND NOT (${d.inList('c.id', 7, 'bigint')})
-            AND (${d.listIsNull(8, 'bigint')} OR ${d.inList('c.id', 8, 'bigint')})
+            AND (${d.listIsNull(8, 'bigint')} OR ${d.inList('c.id', 8, 'bigint')})${shape ? claimFilterSql(t, d, shape, 'c') : ''}
             AND ${notHeldBack(t, 'c')}
           ORDER BY c.event_id, c.id
           LIMIT $6`;

@@ -46,6 +46,11 @@ export interface SqlDialect {
   /** A predicate: the list bound at `$n` is NULL, i.e. that filter is off. */
   listIsNull(n: number, type: SqlType): string;
   /**
+   * A predicate: the text `column` starts with one of the texts of the list bound at `$n`,
+   * compared as plain characters (never `LIKE`, whose `_` and `%` are wildcards).
+   */
+  startsWithAny(column: string, n: number): string;
+  /**
    * A table of rows bound from parameter `$first` on, aliased `alias` with `columns`:
    * PostgreSQL `unnest($1::bigint[], $2::text[], …)` (one array per column), SQLite
    * `json_each($1)` (one JSON array of objects). {@link rowsParamCount} says how many

@@ -22,6 +22,7 @@ import type {
   WrittenEvent,
 } from '../store.js';
 import type { TableNames } from '../tables.js';
+import { type ClaimShape, claimFilterBind } from './claim-filter.js';
 import type { SqlDialect, SqlRunner } from './dialect.js';
 import { withRepeats } from './repeats.js';
 import { type SharedStatements, sharedStatements } from './statements.js';
@@ -63,9 +64,13 @@ export abstract class SqlStore implements OutboxStore {
     );
   }
 
-  /** The claim's parameters, $1..$8, in the order `claimCandidates` documents. */
-  protected claimBind(o: ClaimOptions): unknown[] {
+  /**
+   * The claim's parameters, $1..$8, in the order `claimCandidates` documents, then those
+   * of the filters of `shape` (sql/claim-filter.ts), if any.
+   */
+  protected claimBind(o: ClaimOptions, shape?: ClaimShape): unknown[] {
     const d = this.d;
+    const filters = shape ? claimFilterBind(o, d, shape) : [];
     return [
       o.token.workerId,
       d.value(o.token.claimedAt, 'timestamp'),
@@ -75,6 +80,7 @@ export abstract class SqlStore implements OutboxStore {
       o.limit,
       d.list(o.excludeIds ?? [], 'bigint'),
       d.list(o.onlyIds ?? null, 'bigint'),
+      ...filters,
     ];
   }
 

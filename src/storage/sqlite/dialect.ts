@@ -52,6 +52,8 @@ export const sqliteDialect: SqlDialect = {
   param: (n) => `$${n}`,
   inList: (column, n) => `${column} IN (SELECT value FROM json_each($${n}))`,
   listIsNull: (n) => `$${n} IS NULL`,
+  startsWithAny: (column, n) =>
+    `EXISTS (SELECT 1 FROM json_each($${n}) AS p WHERE substr(${column}, 1, length(p.value)) = p.value)`,
   rowsParam: <T>(first: number, alias: string, columns: readonly RowColumn<T>[]) =>
     `(SELECT ${jsonColumns(columns, 'j')} FROM json_each($${first}) AS j) AS ${alias}`,
   rowsParamCount: () => 1,

@@ -7,6 +7,7 @@
  * They embed the shared conditions, column lists and SET clause of `storage/sql/`.
  */
 
+import type { ClaimShape } from '../sql/claim-filter.js';
 import {
   columnList,
   DELIVERY_INSERT_COLUMNS,
@@ -66,12 +67,7 @@ export function sqliteStatements(t: TableNames) {
      * in one UPDATE: SQLite has one writer, so no other claim interleaves. Returns
      * CLAIMED_COLUMNS, unordered. Reads deliveries_owed and deliveries_key.
      */
-    claim: `
-      UPDATE ${t.deliveries} SET status = 'claimed', claimed_by = $1, claimed_at = $2, lease_until = $3
-      WHERE id IN (
-        ${claimCandidates(t, d)}
-      )
-      RETURNING ${CLAIMED_COLUMNS()}`,
+    claim: sqliteClaim(t),
     /**
      * Record many outcomes in one statement: $1 a JSON array of OUTCOME_COLUMNS objects, the
      * shared SET clause. Compare-and-set: only rows still claimed by $2 at $3 change.
@@ -83,6 +79,19 @@ export function sqliteStatements(t: TableNames) {
       FROM ${d.rowsParam(1, 'v', OUTCOME_COLUMNS)}
       WHERE d.id = v.id AND ${heldBy('d', '$2', '$3')}`,
   };
+}
+
+/**
+ * The claim of one filter shape (see sql/claim-filter.ts; the unfiltered claim without
+ * one), its filters' parameters from $9 on.
+ */
+export function sqliteClaim(t: TableNames, shape?: ClaimShape): string {
+  return `
+      UPDATE ${t.deliveries} SET status = 'claimed', claimed_by = $1, claimed_at = $2, lease_until = $3
+      WHERE id IN (
+        ${claimCandidates(t, d, shape)}
+      )
+      RETURNING ${CLAIMED_COLUMNS()}`;
 }
 
 export type SqliteStatements = ReturnType<typeof sqliteStatements>;

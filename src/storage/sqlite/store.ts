@@ -1,6 +1,7 @@
 import { type Sequelize, Transaction } from 'sequelize';
 import { toStoredEvent } from '../rows.js';
 import { withBatchCompletion } from '../sql/batch-completion.js';
+import { claimShape, isUnfiltered, shapeKey } from '../sql/claim-filter.js';
 import { EVENT_INSERT_COLUMNS, OUTCOME_COLUMNS } from '../sql/columns.js';
 import { migrate } from '../sql/migrate.js';
 import { SqlStore } from '../sql/sql-store.js';
@@ -22,6 +23,7 @@ import { sqliteRunner } from './runner.js';
 import {
   SEQUENCED_DELIVERY_COLUMNS,
   type SqliteStatements,
+  sqliteClaim,
   sqliteStatements,
 } from './statements.js';
 
@@ -38,6 +40,8 @@ export class SqliteStore extends SqlStore {
   readonly capabilities = SQLITE_CAPABILITIES;
   readonly relayLock: SqliteRelayLock;
   readonly #sql: SqliteStatements;
+  /** The filtered claims' texts, one per filter shape met. */
+  readonly #filteredClaims = new Map<string, string>();
 
   constructor(sequelize: Sequelize, t: TableNames) {
     super(sequelize, t, sqliteDialect, sqliteRunner(sequelize));
@@ -99,7 +103,14 @@ export class SqliteStore extends SqlStore {
 
   /** The shared claim in one UPDATE, then its events by id; by event sequence. */
   async claim(o: ClaimOptions): Promise<ClaimedDelivery[]> {
-    const claimed = await this.runner.select(this.#sql.claim, this.claimBind(o));
+    const shape = claimShape(o);
+    let text = this.#sql.claim;
+    if (!isUnfiltered(shape)) {
+      const key = shapeKey(shape);
+      text = this.#filteredClaims.get(key) ?? sqliteClaim(this.t, shape);
+      this.#filteredClaims.set(key, text);
+    }
+    const claimed = await this.runner.select(text, this.claimBind(o, shape));
     if (claimed.length === 0) return [];
     const ids = [...new Set(claimed.map((r) => String(r.event_id)))];
     const events = new Map(
