@@ -167,12 +167,19 @@ export interface DeliveryItem {
  * - `failed`: not delivered; an ordinary failed attempt (a `PermanentFailure` as `error`
  *   dead-letters it at once).
  * - `retryAfter`: the destination said when to try again (a 429 with `Retry-After`);
- *   counted like `RetryAfter(seconds)`.
+ *   counted like `RetryAfter(seconds)`, or, with `counts: false`, a deferral like
+ *   `RetryAfter(seconds, { counts: false })` (a throttle: no attempt spent, the lane paused).
  */
 export type DeliveryResult =
   | { readonly status: 'sent' }
   | { readonly status: 'failed'; readonly error: unknown }
-  | { readonly status: 'retryAfter'; readonly seconds: number; readonly error?: unknown };
+  | {
+      readonly status: 'retryAfter';
+      readonly seconds: number;
+      readonly error?: unknown;
+      /** `false`: a deferral, as `RetryAfter(seconds, { counts: false })`. @defaultValue true */
+      readonly counts?: boolean;
+    };
 
 /** What every transport call is given besides its items. */
 export interface DeliveryCallOptions {

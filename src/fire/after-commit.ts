@@ -2,6 +2,7 @@ import type { Transaction } from 'sequelize';
 import type { Runtime } from '../runtime.js';
 import { withCause } from '../scope/caused-by.js';
 import { arrangeEager } from './eager.js';
+import { rowlessContext } from './event-view.js';
 import { rootOf } from './transaction.js';
 import type { FiredEvent, PlannedEvent } from './types.js';
 import { whenCommitted } from './when-committed.js';
@@ -40,15 +41,7 @@ export function arrangeAfterCommit(
     whenCommitted(transaction, async () => {
       for (const { receiver, event } of onCommit) {
         try {
-          await withCause(event, () =>
-            receiver.handle!(event, {
-              receiverKey: receiver.key,
-              deliveryId: null,
-              attempt: 1,
-              target: '',
-              dueAt: null,
-            }),
-          );
+          await withCause(event, () => receiver.handle!(event, rowlessContext(receiver.key)));
         } catch (error) {
           rt.logger.error(
             `onCommit receiver ${receiver.key} failed for ${event.name}; not retried (onCommit is best effort)`,

@@ -1,5 +1,6 @@
 import type { Transaction } from 'sequelize';
 import { withCause } from '../scope/caused-by.js';
+import { rowlessContext } from './event-view.js';
 import type { FiredEvent, PlannedEvent } from './types.js';
 
 /**
@@ -20,14 +21,7 @@ export async function runInlineReceivers(
     if (event.duplicate || event.suppressed !== null) continue;
     for (const receiver of planned[i].route.inline) {
       await withCause(event, () =>
-        receiver.handle!(event, {
-          receiverKey: receiver.key,
-          deliveryId: null,
-          attempt: 1,
-          target: '',
-          dueAt: null,
-          transaction,
-        }),
+        receiver.handle!(event, rowlessContext(receiver.key, transaction)),
       );
     }
   }

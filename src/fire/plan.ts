@@ -1,9 +1,9 @@
 import type { Transaction } from 'sequelize';
 import type { ResolvedReceiver } from '../declare/define-outbox.js';
 import type { FiringEvent } from '../declare/receiver.js';
-import type { DeliveryContext } from '../declare/types.js';
 import { ValidationError } from '../errors/outbox-error.js';
 import type { DeliveryRowInput } from '../storage/store.js';
+import { firingEventOf, rowlessContext } from './event-view.js';
 import type { PlannedEvent, PreparedEvent } from './types.js';
 
 /** The longest target the column holds. */
@@ -73,7 +73,7 @@ async function scheduledRows(
   context: PlanContext,
   where: string,
 ): Promise<DeliveryRowInput[]> {
-  const event = firingEvent(p);
+  const event = firingEventOf(p);
   const deliveries: DeliveryRowInput[] = [];
   for (const receiver of p.route.durable) {
     if (receiver.targets) {
@@ -100,24 +100,6 @@ async function scheduledRows(
   return deliveries;
 }
 
-/** The event as `targets` and `due` see it: all but the sequence, not drawn yet. */
-function firingEvent(p: PreparedEvent): FiringEvent {
-  return {
-    id: p.row.uuid,
-    name: p.row.name,
-    version: p.row.version,
-    payload: p.payload,
-    headers: p.headers,
-    orderingKey: p.row.orderingKey,
-    idempotencyKey: p.row.idempotencyKey,
-    occurredAt: p.row.occurredAt,
-    recordedAt: p.row.recordedAt,
-    actor: p.row.actor,
-    correlationId: p.row.correlationId,
-    causedBy: p.row.causedBy,
-  };
-}
-
 /**
  * Call a fan-out receiver's `targets` and check its answer: each a non-empty string the
  * column holds, a target returned twice kept once (in first-returned order).
@@ -128,15 +110,10 @@ async function resolveTargets(
   context: PlanContext,
   where: string,
 ): Promise<string[]> {
-  const targetsContext: DeliveryContext = {
-    receiverKey: receiver.key,
-    deliveryId: null,
-    attempt: 1,
-    target: '',
-    dueAt: null,
-    transaction: context.transaction,
-  };
-  let answer: unknown = receiver.targets?.(event, targetsContext);
+  let answer: unknown = receiver.targets?.(
+    event,
+    rowlessContext(receiver.key, context.transaction),
+  );
   if (isThenable(answer)) answer = await answer;
   const culprit = `${where}: receiver ${receiver.key}'s targets for ${event.name}`;
   if (

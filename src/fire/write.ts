@@ -1,6 +1,7 @@
 import type { Transaction } from 'sequelize';
 import { decodeEvent } from '../codec/decode-event.js';
 import type { Runtime } from '../runtime.js';
+import { firingEventOf } from './event-view.js';
 import type { FiredEvent, PlannedEvent } from './types.js';
 
 /**
@@ -65,19 +66,8 @@ export async function writeEvents(
 /** The event this call wrote, as its receivers see it (before the store named it). */
 function asFired(p: PlannedEvent): FiredEvent {
   return {
-    id: p.row.uuid,
+    ...firingEventOf(p),
     sequence: '',
-    name: p.row.name,
-    version: p.row.version,
-    payload: p.payload,
-    headers: p.headers,
-    orderingKey: p.row.orderingKey,
-    idempotencyKey: p.row.idempotencyKey,
-    occurredAt: p.row.occurredAt,
-    recordedAt: p.row.recordedAt,
-    actor: p.row.actor,
-    correlationId: p.row.correlationId,
-    causedBy: p.row.causedBy,
     duplicate: false,
     suppressed: p.suppression?.reason ?? null,
     recorded: true,

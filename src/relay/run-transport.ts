@@ -150,7 +150,10 @@ function verdictOf(
     return { kind: 'handBack', row, outcome: handBackOutcome(row, now), error: result.error };
   const error =
     result.status === 'retryAfter'
-      ? new RetryAfter(result.seconds, messageOf(result.error))
+      ? new RetryAfter(result.seconds, {
+          message: messageOf(result.error),
+          counts: result.counts ?? true,
+        })
       : result.error;
   return {
     kind: 'outcome',

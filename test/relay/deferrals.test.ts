@@ -173,6 +173,39 @@ describeEachDialect('relay: deferrals (RetryAfter with counts: false)', (dialect
     ]);
   });
 
+  it("a transport's retryAfter result with counts: false is a deferral too", async () => {
+    const config = defineOutbox({
+      events: { 'mail.Send': Send },
+      receivers: {
+        'mail.bulk': receiver(Send, {
+          giveUpAfter: { hours: 1 },
+          deliver: {
+            deliverBatch: async (items) =>
+              items.map(() => ({
+                status: 'retryAfter' as const,
+                seconds: 30,
+                counts: false,
+                error: new Error('quota'),
+              })),
+          },
+        }),
+      },
+    });
+    const clock = testClock();
+    const outbox = await openOutbox(db, config, { clock: clock.now, jitter: () => 0 });
+    await outbox.fireMany([
+      { name: 'mail.Send', payload: { n: 1 } },
+      { name: 'mail.Send', payload: { n: 2 } },
+    ]);
+    await outbox.runRelay({ passes: 1, sleep: clockSleep(clock) });
+    const rows = await rowsOf(outbox, 'mail.bulk');
+    expect(rows.map((r) => [r.status, r.attempts, r.lastError])).toEqual([
+      ['failed', 0, 'RetryAfter: quota'],
+      ['failed', 0, 'RetryAfter: quota'],
+    ]);
+    expect(rows[0].availableAt).toEqual(new Date(T0.getTime() + 30_000));
+  });
+
   it('the next attempt of a deferral runs between seconds and twice that from now', async () => {
     const availableAt: number[] = [];
     for (const jitter of [0, 0.999]) {
