@@ -1,6 +1,6 @@
 import { decodeEvent } from '../src/codec/decode-event.js';
 import { closestName } from '../src/declare/config-path.js';
-import { PayloadDecodeError } from '../src/errors/outbox-error.js';
+import { PayloadDecodeError, PayloadUpgradeFailed } from '../src/errors/outbox-error.js';
 import type { Outbox, OutboxConfig } from '../src/index.js';
 import type { EventName, Output } from '../src/outbox.js';
 import { runtimeOf } from '../src/runtime.js';
@@ -79,7 +79,8 @@ export async function assertFired<C extends OutboxConfig, N extends EventName<C>
     try {
       return decodeEvent(rt.config, row).payload as Output<C, N>;
     } catch (error) {
-      if (!(error instanceof PayloadDecodeError)) throw error;
+      if (!(error instanceof PayloadDecodeError || error instanceof PayloadUpgradeFailed))
+        throw error;
       throw new OutboxAssertionError(
         `assertFired: ${name} event ${row.uuid} does not decode: ${error.message}`,
         { cause: error },

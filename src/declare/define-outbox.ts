@@ -455,6 +455,13 @@ export function defineOutbox<const E extends Record<string, EventDefinition>>(
     if (!isEventDefinition(definition)) {
       throw configError(path, `must be built with event({ schema }) (got ${describe(definition)})`);
     }
+    const twin = byDefinition.get(definition);
+    if (twin !== undefined) {
+      throw configError(
+        path,
+        `is the same event(...) definition as events["${twin}"]; declare each event once (a receiver given the definition could not tell which name it means), or call event() again for a second event`,
+      );
+    }
     const parsed = eventOptionsSchema.safeParse(rawEventOptions(definition), { reportInput: true });
     if (!parsed.success) raise(parsed.error.issues, path, 'event');
     const problem = findUnroundtrippable(definition.schema, []);

@@ -196,6 +196,14 @@ describeEachDialect('versions: older rows are upgraded in the one decoder', (dia
         retriable: false,
       });
       expect((error as Error).cause).toBeInstanceOf(Error);
+
+      // assertFired fails as an assertion, the upgrade failure its cause
+      const asserted = await assertFired(d.current, 'shop.Signup').catch((e: unknown) => e);
+      expect((asserted as Error).name).toBe('OutboxAssertionError');
+      expect((asserted as Error).message).toMatch(
+        /^assertFired: shop\.Signup event .* does not decode: upgrade of shop\.Signup from v1 to v2 failed/,
+      );
+      expect((asserted as Error).cause).toBeInstanceOf(PayloadUpgradeFailed);
     } finally {
       await d.close();
     }

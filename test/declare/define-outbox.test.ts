@@ -187,6 +187,13 @@ describe('defineOutbox', () => {
     ).not.toThrow();
   });
 
+  it('one event definition declared under two names is refused, naming both', () => {
+    const Placed = event({ schema: z.object({ id: z.string() }) });
+    expect(
+      errorOf(() => defineOutbox({ events: { 'a.Placed': Placed, 'b.Placed': Placed } })).message,
+    ).toContain('events["b.Placed"] is the same event(...) definition as events["a.Placed"]');
+  });
+
   it('an event option typo is rejected', () => {
     // @ts-expect-error: the typo is the point
     const Bad = event({ schema: z.object({}), verison: 2 });
