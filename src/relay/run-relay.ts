@@ -62,6 +62,18 @@ export interface RunRelayOptions {
   /** The clock claims are read against (tests move it). @defaultValue the outbox's clock */
   readonly now?: () => Date;
   /**
+   * How long, in milliseconds, claims may keep failing with a database error that is NOT
+   * transient before the relay gives up and rejects with it. Transient errors (the
+   * database down or restarting, a lost connection: the retry table in transient.ts) are
+   * retried for as long as they last, since an outage ends; a missing table, a permission
+   * denied or a broken statement does not end by itself, and a relay retrying it for ever
+   * looks alive while delivering nothing. The budget still lets a deploy that migrates
+   * beside a starting relay win its race. Measured on the outbox's clock from the first
+   * failure of a run of them; a claim that succeeds resets it.
+   * @defaultValue 60000
+   */
+  readonly maxNonTransientErrorMs?: number;
+  /**
    * The lane this relay serves: only the rows of receivers declared with that `lane`, read
    * from the config on every claim. The default lane (`'default'`) is every row no named
    * lane takes — including rows of a receiver since deleted, which it records `orphaned` —
@@ -107,6 +119,9 @@ export type RelayReport = Record<DeliveryStatus, number> & { passes: number; han
 /** A signal that never aborts. */
 const NEVER = new AbortController().signal;
 
+/** How long non-transient claim errors are retried before the relay gives up. */
+const DEFAULT_MAX_NON_TRANSIENT_MS = 60_000;
+
 /** The longest wait after consecutive failed claims, doubling from the poll interval. */
 const MAX_ERROR_BACKOFF_MS = 15_000;
 
@@ -150,6 +165,15 @@ export async function runRelay(rt: Runtime, options: RunRelayOptions = {}): Prom
   );
   const topics = checkTopics('runRelay', 'topics', options.topics);
   const excludeTopics = checkTopics('runRelay', 'excludeTopics', options.excludeTopics);
+  if (
+    options.maxNonTransientErrorMs !== undefined &&
+    (typeof options.maxNonTransientErrorMs !== 'number' || !(options.maxNonTransientErrorMs >= 0))
+  ) {
+    throw new ConfigurationError(
+      `runRelay({ maxNonTransientErrorMs }) must be a number of milliseconds ≥ 0 (got ${options.maxNonTransientErrorMs})`,
+      { path: 'maxNonTransientErrorMs' },
+    );
+  }
   const workerId = options.workerId ?? `${rt.processId}:relay-${++rt.state.relays}`;
   const pollMs = options.pollIntervalMs ?? settings.pollIntervalMs;
   const now = options.now ?? rt.clock;
@@ -201,6 +225,9 @@ export async function runRelay(rt: Runtime, options: RunRelayOptions = {}): Prom
     return (lanes ?? rt.config.lanes).filter((l) => !paused.has(l));
   };
   let errorBackoffMs = pollMs;
+  const maxNonTransientMs = options.maxNonTransientErrorMs ?? DEFAULT_MAX_NON_TRANSIENT_MS;
+  /** When the current run of non-transient claim failures began (outbox clock, ms). */
+  let nonTransientSince: number | undefined;
   // An outage is logged once (and once more when it ends), not once per failed claim.
   const claimFailures = new ClaimFailureLog(rt.logger, rt.clock);
   const backOff = async () => {
@@ -274,10 +301,24 @@ export async function runRelay(rt: Runtime, options: RunRelayOptions = {}): Prom
           excludeTopics,
         });
         errorBackoffMs = pollMs;
+        nonTransientSince = undefined;
         claimFailures.succeeded();
       } catch (error) {
-        claimFailures.failed(error, errorBackoffMs, isTransientDatabaseError(error));
+        const transient = isTransientDatabaseError(error);
+        claimFailures.failed(error, errorBackoffMs, transient);
         rt.events.emit('relay:error', { error, during: 'claim' });
+        if (transient) nonTransientSince = undefined;
+        else {
+          const at = rt.clock().getTime();
+          nonTransientSince ??= at;
+          if (at - nonTransientSince >= maxNonTransientMs) {
+            rt.logger.error(
+              `the relay gives up: its claims failed for ${Math.round((at - nonTransientSince) / 1000)} s with an error that is not transient (a missing table means: run \`npx outbox migrate\`)`,
+              { error },
+            );
+            throw error;
+          }
+        }
         await backOff();
         continue;
       }
