@@ -53,6 +53,10 @@ describe('package.json', () => {
     }
   });
 
+  it('asks for the Node that can require() it: 20.19, where require(esm) is unflagged', () => {
+    expect(manifest.engines).toEqual({ node: '>=20.19' });
+  });
+
   it('ships dist, bin, the LICENSE and the README', () => {
     expect(manifest.files).toEqual(['dist', 'bin', 'LICENSE', 'README.md']);
     expect(existsSync(join(REPO, 'LICENSE'))).toBe(true);
