@@ -19,6 +19,7 @@ export const manifest = JSON.parse(readFileSync(join(REPO, 'package.json'), 'utf
   peerDependenciesMeta: Record<string, { optional?: boolean }>;
   exports: Record<string, string | Record<string, string>>;
   files: string[];
+  engines: Record<string, string>;
 };
 
 /** The lowest version a `^x.y.z` range (or the first of `^a || ^b`) admits. */
