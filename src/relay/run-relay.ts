@@ -281,7 +281,10 @@ export async function runRelay(rt: Runtime, options: RunRelayOptions = {}): Prom
             )
               state.wake();
           };
-    unsubscribe = await rt.wakeup?.listen(onSignal, { connection: connectionOf(rt) });
+    unsubscribe = await rt.wakeup?.listen(onSignal, {
+      connection: connectionOf(rt),
+      logger: rt.logger,
+    });
     while (
       !stop.signal.aborted &&
       (options.passes === undefined || report.passes < options.passes)

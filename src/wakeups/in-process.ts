@@ -5,7 +5,7 @@ import type { OutboxWakeup } from './wakeup.js';
 export interface InProcessWakeupOptions {
   /**
    * Where a listener that throws is logged (the signal still reaches the other listeners).
-   * @defaultValue the console logger
+   * @defaultValue the listening outbox's logger, else the console logger
    */
   readonly logger?: OutboxLogger;
 }
@@ -21,7 +21,8 @@ export interface InProcessWakeupOptions {
  * poll): use {@link listenNotifyWakeup} or a broker wakeup for those.
  */
 export function inProcessWakeup(options: InProcessWakeupOptions = {}): OutboxWakeup {
-  const logger = options.logger ?? consoleLogger;
+  /** The wakeup's own logger, else the first listening outbox's, else the console's. */
+  let logger = options.logger ?? consoleLogger;
   const listeners = new Set<(topics: readonly string[]) => void>();
   return {
     name: 'in-process',
@@ -42,7 +43,8 @@ export function inProcessWakeup(options: InProcessWakeupOptions = {}): OutboxWak
           }
         });
     },
-    async listen(onSignal) {
+    async listen(onSignal, context) {
+      if (!options.logger && context?.logger) logger = context.logger;
       // A wrapper per call, so one function listening twice is unsubscribed once per call.
       const listener = (topics: readonly string[]) => onSignal(topics);
       listeners.add(listener);

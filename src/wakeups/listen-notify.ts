@@ -20,7 +20,7 @@ export interface ListenNotifyOptions {
    * @defaultValue the outbox database's settings
    */
   readonly connection?: ClientConfig;
-  /** Where reconnect failures are logged. @defaultValue the console logger */
+  /** Where reconnect failures are logged. @defaultValue the listening outbox's logger, else the console logger */
   readonly logger?: OutboxLogger;
   /**
    * How many failed (re)connections in a row before the listener gives up with an ERROR;
@@ -60,7 +60,8 @@ export function listenNotifyWakeup(options: ListenNotifyOptions = {}): OutboxWak
       `listenNotifyWakeup({ channel }) must be a lower-case identifier of at most 63 characters: letters, digits and _, not starting with a digit (got ${JSON.stringify(channel)})`,
     );
   }
-  const logger = options.logger ?? consoleLogger;
+  /** The wakeup's own logger, else the first listening outbox's, else the console's. */
+  let logger = options.logger ?? consoleLogger;
   const maxFailures = options.maxFailures ?? 5;
   /** Settled by the first `listen()` (from the options, else from its context). */
   let connection: ClientConfig | undefined = options.connection;
@@ -188,6 +189,7 @@ export function listenNotifyWakeup(options: ListenNotifyOptions = {}): OutboxWak
       // Sent by PostgreSQL itself on commit: the NOTIFY rides in the write's statement.
     },
     async listen(onSignal, context?: WakeupListenContext) {
+      if (!options.logger && context?.logger) logger = context.logger;
       if (context?.connection) {
         const given = context.connection;
         if (given.dialect !== 'postgres') {

@@ -1,3 +1,4 @@
+import type { OutboxLogger } from '../observe/logger.js';
 /**
  * What a wakeup needs and does, as data, so `createOutbox` can refuse a wakeup the
  * database cannot serve before anything is written, and `fire()` and the store know who
@@ -32,6 +33,12 @@ export interface WakeupConnection {
 export interface WakeupListenContext {
   /** The outbox database's connection settings (a wakeup may use its own instead). */
   readonly connection: WakeupConnection;
+  /**
+   * The outbox's logger (`createOutbox({ logger })`): where a wakeup that was given no
+   * logger of its own reports its reconnects and its listeners' failures, so they land in
+   * the app's log with everything else rather than on the console.
+   */
+  readonly logger?: OutboxLogger;
 }
 
 /**

@@ -17,6 +17,27 @@ function recordingLogger() {
 }
 
 describe('inProcessWakeup', () => {
+  it("logs through the listening outbox's logger when it was given none of its own", async () => {
+    const outboxLog = recordingLogger();
+    const own = recordingLogger();
+    const plain = inProcessWakeup();
+    const configured = inProcessWakeup({ logger: own.logger });
+    for (const wakeup of [plain, configured]) {
+      await wakeup.listen(
+        () => {
+          throw new Error('listener broke');
+        },
+        { ...context, logger: outboxLog.logger },
+      );
+      wakeup.signal(['a.B']);
+    }
+    await microtasks();
+    expect(outboxLog.warnings.map((w) => w.message)).toEqual([
+      'a wakeup listener threw; the other listeners still heard the signal',
+    ]);
+    expect(own.warnings).toHaveLength(1); // a logger of its own wins
+  });
+
   it('needs no capability, so it serves every dialect', () => {
     expect(inProcessWakeup().capabilities).toEqual({});
   });
