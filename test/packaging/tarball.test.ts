@@ -1,5 +1,5 @@
 import { spawnSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -126,6 +126,67 @@ describe(`[slow] the packed tarball, installed in a fresh app with sequelize@${L
     });
     expect(lacking).toEqual([]);
   });
+
+  it(
+    "the installed bin reads the app's own config: --version, migrate, then relay --once delivers and exits 0",
+    () => {
+      const dir = join(work, 'db-cli');
+      mkdirSync(dir, { recursive: true });
+      const url = `sqlite:${join(dir, 'app.sqlite')}`;
+      writeFileSync(
+        join(app, 'outbox.config.mjs'),
+        [
+          "import { z } from 'zod';",
+          "import { defineOutbox, event, receiver } from 'outboxkit';",
+          'const Ping = event({ schema: z.object({ n: z.number() }) });',
+          'export default defineOutbox({',
+          "  events: { 'app.Ping': Ping },",
+          "  receivers: { 'app.log': receiver(Ping, { handle: async () => {} }) },",
+          '});',
+          '',
+        ].join('\n'),
+      );
+      const bin = join(app, 'node_modules', '.bin', 'outbox');
+      const run = (...args: string[]) =>
+        spawnSync(bin, args, {
+          cwd: app,
+          encoding: 'utf8',
+          env: { ...process.env, DATABASE_URL: '' },
+        });
+
+      const version = run('--version');
+      expect(version.status, version.stderr).toBe(0);
+      expect(version.stdout.trim()).toBe(manifest.version);
+
+      const migrated = run('migrate', '--config', 'outbox.config.mjs', '--url', url);
+      expect(migrated.status, `${migrated.stdout}\n${migrated.stderr}`).toBe(0);
+
+      // The app fires one event with its own Sequelize, through the installed package.
+      const fire = spawnSync(
+        process.execPath,
+        [
+          '--input-type=module',
+          '-e',
+          [
+            "import { Sequelize } from 'sequelize';",
+            "import { createOutbox } from 'outboxkit';",
+            "import config from './outbox.config.mjs';",
+            `const sequelize = new Sequelize(${JSON.stringify(url)}, { logging: false });`,
+            'const outbox = createOutbox(config, { sequelize });',
+            "await outbox.fire('app.Ping', { n: 1 });",
+            'await outbox.close(); await sequelize.close();',
+          ].join('\n'),
+        ],
+        { cwd: app, encoding: 'utf8' },
+      );
+      expect(fire.status, fire.stderr).toBe(0);
+
+      const relayed = run('relay', '--once', '--config', 'outbox.config.mjs', '--url', url);
+      expect(relayed.status, `${relayed.stdout}\n${relayed.stderr}`).toBe(0);
+      expect(`${relayed.stdout}${relayed.stderr}`).toMatch(/succeeded\W+1\b/);
+    },
+    STEP_MS,
+  );
 
   it(
     'an ESM app fires in a transaction and drains on SQLite at the lowest peer versions',
