@@ -11,6 +11,7 @@ import { OutboxError } from '../src/errors/outbox-error.js';
 import { catalogue, catalogueCommand } from './commands/catalogue.js';
 import { codegen, codegenCommand } from './commands/codegen.js';
 import { demo, demoCommand } from './commands/demo.js';
+import { type HealthFlags, health, healthCommand } from './commands/health.js';
 import { type MigrateFlags, migrate, migrateCommand } from './commands/migrate.js';
 import { type RelayFlags, relay, relayCommand } from './commands/relay.js';
 import { EXIT } from './exit-codes.js';
@@ -66,6 +67,9 @@ export async function main(argv: readonly string[]): Promise<number> {
   });
   relayCommand(program.command('relay')).action(async (o: RelayFlags) => {
     code = await refusing(o.logFormat, (out) => relay(o, out));
+  });
+  healthCommand(program.command('health')).action(async (o: HealthFlags) => {
+    code = await refusing(o.logFormat, (out) => health(o, out));
   });
   demoCommand(program.command('demo')).action(async (o: { keep?: boolean }) => {
     code = await demo(o);

@@ -98,6 +98,9 @@ export {
   silentLogger,
   toOutboxLogger,
 } from './observe/index.js';
+export type { MetricsOptions, MetricsRegistry } from './observe/metrics/registry.js';
+export type { HealthOptions, OutboxHealth, ReceiverBacklog } from './ops/health.js';
+export type { QuietReceiver, QuietReceiversOptions } from './ops/quiet-receivers.js';
 export type { CreateOutboxOptions, Outbox, TypedFireMessage } from './outbox.js';
 export { createOutbox } from './outbox.js';
 export { backoffSeconds } from './relay/backoff.js';

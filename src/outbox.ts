@@ -14,7 +14,15 @@ import { buildCatalogue, type Catalogue, listensFor, whatListensTo } from './int
 import { type AroundDelivery, type FireHeaders, hookList } from './observe/around-delivery.js';
 import { type OutboxEventMap, SafeEmitter } from './observe/events.js';
 import { consoleLogger, type OutboxLogger } from './observe/logger.js';
+import { registerOutboxMetrics } from './observe/metrics/outbox-metrics.js';
+import type { MetricsOptions, MetricsRegistry } from './observe/metrics/registry.js';
 import { type PinoLikeLogger, toOutboxLogger } from './observe/pino-logger.js';
+import { type HealthOptions, type OutboxHealth, outboxHealth } from './ops/health.js';
+import {
+  type QuietReceiver,
+  type QuietReceiversOptions,
+  quietReceivers,
+} from './ops/quiet-receivers.js';
 import { newProcessId } from './relay/claim-token.js';
 import { deliverOne } from './relay/deliver-one.js';
 import { type DeliverPendingOptions, deliverPending } from './relay/deliver-pending.js';
@@ -181,6 +189,26 @@ export interface Outbox<C extends OutboxConfig = OutboxConfig> {
   ): () => void;
   /** Release the wakeup and the transports' connections. Does not close Sequelize. */
   close(): Promise<void>;
+  /**
+   * How far behind the outbox is, at `now` (default: the clock): owed, the oldest owed
+   * (from its due time, else its event's record time), lapsed leases, claimed, scheduled,
+   * dead, and the receivers with something owed, dead or scheduled, worst first. One cheap
+   * statement over the owed and dead rows; what a probe or a metrics scrape reads.
+   */
+  health(options?: HealthOptions): Promise<OutboxHealth>;
+  /**
+   * The durable receivers with no success inside `within` (default: `retentionDays`), a
+   * receiver that never ran included (`lastSucceededAt` null), read from the live rows and
+   * the last-success table the prune keeps.
+   */
+  quietReceivers(options?: QuietReceiversOptions): Promise<QuietReceiver[]>;
+  /**
+   * Register the outbox's Prometheus metrics (`outbox_deliveries_total{receiver,outcome}`,
+   * `outbox_delivery_duration_seconds`, claim and record durations, gauges read from
+   * {@link health} at scrape time) on `registry`, a `prom-client` Registry (a new one when
+   * omitted), and return it. Needs `prom-client` installed; loads it only when called.
+   */
+  metrics<R extends MetricsRegistry = MetricsRegistry>(registry?: R, options?: MetricsOptions): R;
 }
 
 /**
@@ -298,6 +326,9 @@ export function createOutbox<C extends OutboxConfig>(
     whatListensTo: (event) => whatListensTo(config, event),
     listensFor: (key) => listensFor(config, key),
     on: (name, listener) => events.on(name, listener),
+    health: (healthOptions) => outboxHealth(runtime, healthOptions),
+    quietReceivers: (quietOptions) => quietReceivers(runtime, quietOptions),
+    metrics: (registry, metricsOptions) => registerOutboxMetrics(runtime, registry, metricsOptions),
     close: async () => {
       const closing: Promise<unknown>[] = [];
       if (wakeup) closing.push(wakeup.close());

@@ -98,9 +98,11 @@ export interface Runtime {
   readonly state: RuntimeState;
   /**
    * The hooks around each durable attempt, outermost first; `undefined` (never empty) when
-   * there are none, so the relay's hot path tests one field and adds nothing else.
+   * there are none, so the relay's hot path tests one field and adds nothing else. Not
+   * readonly: `outbox.metrics()` appends its timing hook (innermost) after creation, and
+   * the relay reads this field afresh at every attempt.
    */
-  readonly aroundDelivery?: readonly AroundDelivery[];
+  aroundDelivery?: readonly AroundDelivery[];
   /** What adds headers to every fired event (a trace context); `undefined` when nothing does. */
   readonly fireHeaders?: readonly FireHeaders[];
 }

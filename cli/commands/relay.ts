@@ -21,6 +21,7 @@ import { toDateOrNull } from '../../src/storage/rows.js';
 import type { TableNames } from '../../src/storage/tables.js';
 import { EXIT } from '../exit-codes.js';
 import type { CliOutput } from '../log-format.js';
+import { type MetricsServer, serveMetrics } from '../metrics-server.js';
 import { type ConnectionFlags, connectionOptions, integer } from '../options.js';
 import { schemaStatus } from '../schema-status.js';
 import { openSession, type Session } from '../session.js';
@@ -41,6 +42,10 @@ export interface RelayFlags extends ConnectionFlags {
   readonly topic?: readonly string[];
   /** `--exclude-topic` (repeatable). */
   readonly excludeTopic?: readonly string[];
+  /** `--metrics-port`: serve Prometheus metrics at /metrics on this port (0: any free one). */
+  readonly metricsPort?: number;
+  /** `--metrics-host`: the address the metrics endpoint binds. */
+  readonly metricsHost: string;
 }
 
 /** Collect a repeatable option's values. */
@@ -97,6 +102,16 @@ export function relayCommand(command: Command): Command {
         .default(DEFAULT_SHUTDOWN_TIMEOUT_MS),
     )
     .option(
+      '--metrics-port <port>',
+      'serve Prometheus metrics at http://<metrics-host>:<port>/metrics while the relay runs (0: any free port, logged)',
+      integer(0, 65_535),
+    )
+    .option(
+      '--metrics-host <host>',
+      'the address the metrics endpoint listens on (0.0.0.0 to be scraped from other hosts)',
+      '127.0.0.1',
+    )
+    .option(
       '--allow-unsafe-concurrency',
       'SQLite: start even though another relay holds the single-relay lock (only when you know it is gone)',
     )
@@ -118,6 +133,12 @@ Lanes and topics:
   refused (exit 1). \`--topic library.*\` / \`--exclude-topic taskiq\` split the table by
   topic between relays (names, or prefix patterns ending in one *).
 
+Metrics:
+  --metrics-port 9464 serves /metrics (prom-client, which must be installed): deliveries by
+  receiver and outcome (outbox_deliveries_total), attempt, claim and record durations, and
+  gauges read from health() at scrape time (outbox_owed, outbox_oldest_owed_age_seconds,
+  outbox_dead, outbox_scheduled, outbox_claimed, outbox_lapsed_leases). Closed on shutdown.
+
 Exit codes:
   0  --once: every delivery succeeded; without --once: stopped by SIGTERM/SIGINT and drained
   1  could not run: no or bad config, no database, unreachable within --connect-timeout,
@@ -134,6 +155,7 @@ in a package script run by your process manager), not \`npx\`, so SIGTERM reache
 export async function relay(flags: RelayFlags, out: CliOutput): Promise<number> {
   const session = await openSession(flags, { mustExist: true });
   let outbox: Outbox | undefined;
+  let metrics: MetricsServer | undefined;
   /** Abandoned deliveries still run: closing would wait for them; the process exits instead. */
   const state = { abandoned: false };
   try {
@@ -161,8 +183,21 @@ export async function relay(flags: RelayFlags, out: CliOutput): Promise<number> 
       logger: out.logger,
       wakeup: served ? wakeup : null,
     });
+    if (flags.metricsPort !== undefined) {
+      const registry = outbox.metrics();
+      metrics = await serveMetrics(registry, flags.metricsHost, flags.metricsPort).catch(
+        (error: unknown) => {
+          throw new ConfigurationError(
+            `--metrics-port ${flags.metricsPort}: cannot listen on ${flags.metricsHost}:${flags.metricsPort} (${(error as Error)?.message ?? String(error)})`,
+            { path: 'metricsPort', cause: error },
+          );
+        },
+      );
+      out.info(`metrics at ${metrics.url}`, { metrics: metrics.url });
+    }
     return await runUntilStopped(outbox, session, flags, out, state);
   } finally {
+    await metrics?.close();
     if (!state.abandoned) {
       await outbox?.close();
       await session.close();

@@ -34,6 +34,16 @@ export interface OutboxEventMap {
   'relay:error': { error: unknown; during: 'claim' | 'record' | 'renew' | 'release' | 'wait' };
   /** An `onCommit` receiver threw; logged, never raised. */
   'fire:onCommitFailed': { receiverKey: string; eventName: string; error: unknown };
+  /**
+   * A claim statement returned (`rows` taken, possibly none), and how long it took on a
+   * monotonic clock: what `outbox.metrics()` turns into `outbox_claim_duration_seconds`.
+   */
+  'relay:claimed': { rows: number; durationMs: number };
+  /**
+   * A batch's outcomes were written in one statement (`rows` it changed), and how long the
+   * successful try took: `outbox_record_duration_seconds`.
+   */
+  'relay:recorded': { rows: number; durationMs: number };
 }
 
 /**

@@ -32,7 +32,13 @@ export async function recordOutcomes(
   if (outcomes.length === 0) return 0;
   for (let attempt = 1; ; attempt++) {
     try {
-      return await rt.store.recordOutcomes(outcomes, token);
+      const started = performance.now();
+      const written = await rt.store.recordOutcomes(outcomes, token);
+      rt.events.emit('relay:recorded', {
+        rows: written,
+        durationMs: performance.now() - started,
+      });
+      return written;
     } catch (error) {
       rt.events.emit('relay:error', { error, during: 'record' });
       const waitMs = Math.min(100 * 2 ** attempt, MAX_RECORD_WAIT_MS);

@@ -238,6 +238,16 @@ export interface Maintenance {
   countDeliveries(): Promise<Record<DeliveryStatus, number>>;
   /** Read delivery rows of an event (tests and operations). */
   readDeliveries(filter: { eventSequence?: string }): Promise<DeliveryRow[]>;
+  /**
+   * The backlog at `now`, one entry per receiver key with anything owed, scheduled or
+   * dead (`outbox.health()`); served by the owed and dead rows' indexes, never by history.
+   */
+  readBacklog(now: Date): Promise<BacklogRow[]>;
+  /**
+   * Each of these receiver keys with its newest success, from its live rows and from the
+   * last-success table the prune keeps (`outbox.quietReceivers()`); one entry per key.
+   */
+  readLastSucceeded(receiverKeys: readonly string[]): Promise<LastSucceededRow[]>;
 }
 
 /** Who holds the single-writer relay lock, and until when. */
@@ -291,4 +301,29 @@ export interface DeliveryRow {
   readonly lastError: string | null;
   readonly completedAt: Date | null;
   readonly succeededAt: Date | null;
+}
+
+/** One receiver's backlog, as {@link Maintenance.readBacklog} reads it. */
+export interface BacklogRow {
+  readonly receiverKey: string;
+  /** Pending, failed or claimed, with the due time come. */
+  readonly owed: number;
+  /** The earliest `due_at` of the owed rows, else their event's `recorded_at`; null if none. */
+  readonly oldestOwedAt: Date | null;
+  /** Pending, failed or claimed with the due time still ahead. */
+  readonly scheduled: number;
+  /** The owed rows a worker holds. */
+  readonly claimed: number;
+  /** Claimed rows whose lease has ended. */
+  readonly lapsed: number;
+  readonly dead: number;
+}
+
+/** One receiver key's newest success, as {@link Maintenance.readLastSucceeded} reads it. */
+export interface LastSucceededRow {
+  readonly receiverKey: string;
+  /** The newest `succeeded_at` of its delivery rows, or null. */
+  readonly live: Date | null;
+  /** What the last-success table keeps for it (written by the prune), or null. */
+  readonly kept: Date | null;
 }

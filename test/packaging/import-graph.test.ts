@@ -88,6 +88,29 @@ describe('the import graph', () => {
     expect(mentioning).toEqual([]);
   });
 
+  it("nothing `import 'outboxkit'` loads imports prom-client: outbox.metrics() requires it when called", () => {
+    const reached = new Set(['src/index.ts']);
+    for (let grew = true; grew; ) {
+      grew = false;
+      for (const e of edges) {
+        if (e.typeOnly || !reached.has(e.from) || reached.has(e.to)) continue;
+        reached.add(e.to);
+        grew = true;
+      }
+    }
+    // the metrics are reachable (outbox.metrics() is a method), their package is not
+    expect(reached.has('src/observe/metrics/outbox-metrics.ts')).toBe(true);
+    const valueImport =
+      /^\s*(?:import(?!\s+type\b)[^;]*?from\s*|export[^;]*?from\s*|import\s*\()\s*['"]prom-client['"]/m;
+    expect(
+      [...reached].filter((f) => valueImport.test(readFileSync(resolve(REPO, f), 'utf8'))),
+    ).toEqual([]);
+    const requiring = files.filter(
+      (f) => isRuntime(f) && /\(\s*'prom-client'\s*\)/.test(readFileSync(resolve(REPO, f), 'utf8')),
+    );
+    expect(requiring).toEqual(['src/observe/metrics/load-prom-client.ts']);
+  });
+
   it('src/ has no circular imports, type-only ones included', () => {
     const runtime = edges.filter((e) => isRuntime(e.from) && isRuntime(e.to));
     expect(cycles(runtime).map((c) => c.join(' <-> '))).toEqual([]);

@@ -250,6 +250,32 @@ describe(`[slow] the packed tarball, installed in a fresh app with sequelize@${L
     STEP_MS,
   );
 
+  it(
+    'without prom-client installed (an optional peer), outboxkit imports and outbox.metrics() says to npm install it',
+    () => {
+      const script = `import('outboxkit').then(async (m) => {
+        const { Sequelize } = await import('sequelize');
+        const sequelize = new Sequelize('sqlite::memory:', { logging: false });
+        const outbox = m.createOutbox(m.defineOutbox({ events: {} }), { sequelize, wakeup: null });
+        try { outbox.metrics(); console.log(JSON.stringify({ error: null })); }
+        catch (e) { console.log(JSON.stringify({ name: e.name, code: e.code, message: e.message })); }
+        await sequelize.close();
+      });`;
+      const result = spawnSync(process.execPath, ['--input-type=module', '-e', script], {
+        cwd: app,
+        encoding: 'utf8',
+      });
+      expect(result.status, result.stderr).toBe(0);
+      expect(JSON.parse(result.stdout.trim())).toEqual({
+        name: 'ConfigurationError',
+        code: 'OUTBOX_CONFIGURATION',
+        message:
+          'outbox.metrics() needs the prom-client package, which is not installed: run `npm install prom-client`',
+      });
+    },
+    STEP_MS,
+  );
+
   // require(esm): unflagged from Node 20.19 and 22.12; older Nodes cannot require() this
   // package at all (ERR_REQUIRE_ESM), which is what the skip says.
   it.skipIf(!process.features.require_module)(

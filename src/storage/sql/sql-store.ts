@@ -9,12 +9,14 @@ import type { DeliveryStatus } from '../../declare/types.js';
 import { countsFrom, type Row, toDateOrNull, toDeliveryRow, toStoredEvent } from '../rows.js';
 import type {
   AcknowledgeRequest,
+  BacklogRow,
   ClaimedDelivery,
   ClaimOptions,
   ClaimToken,
   DeliveryRow,
   DialectCapabilities,
   EventRowInput,
+  LastSucceededRow,
   OutboxStore,
   Outcome,
   SingleWriterLock,
@@ -24,6 +26,7 @@ import type {
 import type { TableNames } from '../tables.js';
 import { type ClaimShape, claimFilterBind } from './claim-filter.js';
 import type { SqlDialect, SqlRunner } from './dialect.js';
+import { healthSql, lastSucceededSql, RECEIVER_KEY_COLUMNS } from './health.js';
 import { withRepeats } from './repeats.js';
 import { type SharedStatements, sharedStatements } from './statements.js';
 
@@ -184,6 +187,37 @@ export abstract class SqlStore implements OutboxStore {
       dueAt: toDateOrNull(r.due_at),
       event,
     };
+  }
+
+  #backlogSql: string | undefined;
+  #lastSucceededSql: string | undefined;
+
+  async readBacklog(now: Date): Promise<BacklogRow[]> {
+    this.#backlogSql ??= healthSql(this.t, this.d);
+    const rows = await this.runner.select(this.#backlogSql, [this.d.value(now, 'timestamp')]);
+    return rows.map((r) => ({
+      receiverKey: r.receiver_key as string,
+      owed: Number(r.owed),
+      oldestOwedAt: toDateOrNull(r.oldest_owed_at),
+      scheduled: Number(r.scheduled),
+      claimed: Number(r.claimed),
+      lapsed: Number(r.lapsed),
+      dead: Number(r.dead),
+    }));
+  }
+
+  async readLastSucceeded(receiverKeys: readonly string[]): Promise<LastSucceededRow[]> {
+    if (receiverKeys.length === 0) return [];
+    this.#lastSucceededSql ??= lastSucceededSql(this.t, this.d);
+    const rows = await this.runner.select(
+      this.#lastSucceededSql,
+      this.d.bindRows(receiverKeys, RECEIVER_KEY_COLUMNS),
+    );
+    return rows.map((r) => ({
+      receiverKey: r.receiver_key as string,
+      live: toDateOrNull(r.live),
+      kept: toDateOrNull(r.kept),
+    }));
   }
 }
 
