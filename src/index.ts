@@ -98,6 +98,11 @@ export {
   silentLogger,
   toOutboxLogger,
 } from './observe/index.js';
+export type { EventIdentity } from './ops/arguments.js';
+export type { CancelDeliveriesOptions, CancelResult } from './ops/cancel.js';
+export type { DeadLetter, DeadLettersOptions } from './ops/dead-letters.js';
+export type { ReplayEventsOptions, ReplayResult } from './ops/replay.js';
+export type { RequeueDeadOptions } from './ops/requeue.js';
 export type { CreateOutboxOptions, Outbox, TypedFireMessage } from './outbox.js';
 export { createOutbox } from './outbox.js';
 export { backoffSeconds } from './relay/backoff.js';
