@@ -317,7 +317,9 @@ describePostgres('cancelDeliveries on two connections', (dialect) => {
     const replay = outbox.replayEvents([placed]);
     await hold.entered.promise;
     const cancel = outbox.cancelDeliveries([placed]);
-    await waitUntilBlocked(db.sequelize, db.outboxOptions.schema!);
+    expect(await waitUntilBlocked(db.sequelize, db.outboxOptions.schema!)).toEqual([
+      expect.stringContaining('FOR UPDATE OF e'),
+    ]);
     hold.release.open();
     expect(await replay).toEqual({ reopened: 1, added: 0, missing: [] });
     // The cancel waited for the replay's commit, then withdrew what it reopened.
@@ -361,7 +363,9 @@ describePostgres('cancelDeliveries on two connections', (dialect) => {
       // waits there holding nothing, and has written none of e2's rows.
       expect((await outbox.cancelDeliveries([e1], { transaction: a })).cancelled).toBe(2);
       const second = outbox.cancelDeliveries([e2, e1], { transaction: b });
-      await waitUntilBlocked(db.sequelize, db.outboxOptions.schema!);
+      // It waits at the event lock, before any row write.
+      const waiting = await waitUntilBlocked(db.sequelize, db.outboxOptions.schema!);
+      expect(waiting).toEqual([expect.stringContaining('FOR UPDATE OF e')]);
       // A can still take e2: B did not lock it first, so nobody deadlocks.
       expect((await outbox.cancelDeliveries([e2], { transaction: a })).cancelled).toBe(2);
       await a.commit();

@@ -34,17 +34,21 @@ export async function statuses(outbox: Outbox): Promise<Record<string, string>> 
 
 /**
  * PostgreSQL: wait until a statement on the tables of `schema` is waiting for a lock (a
- * row lock another transaction holds), read from `pg_stat_activity`.
+ * row lock another transaction holds), read from `pg_stat_activity`. Returns the texts of
+ * the statements waiting.
  */
-export async function waitUntilBlocked(sequelize: Sequelize, schema: string): Promise<void> {
+export async function waitUntilBlocked(sequelize: Sequelize, schema: string): Promise<string[]> {
+  let waiting: string[] = [];
   await waitFor(async () => {
     const [rows] = (await sequelize.query(
-      `SELECT count(*)::int AS n FROM pg_stat_activity
+      `SELECT query FROM pg_stat_activity
        WHERE wait_event_type = 'Lock' AND state = 'active' AND position($1 in query) > 0`,
       { bind: [`"${schema}".`] },
-    )) as [{ n: number }[], unknown];
-    return rows[0].n > 0;
+    )) as [{ query: string }[], unknown];
+    waiting = rows.map((r) => r.query);
+    return waiting.length > 0;
   }, `a statement on schema ${schema} to wait for a lock`);
+  return waiting;
 }
 
 /** Whether a promise has settled yet (after letting pending I/O run a little). */
