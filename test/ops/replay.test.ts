@@ -13,9 +13,17 @@ import {
 } from '../../src/index.js';
 import type { TestDatabase } from '../../testing/databases.js';
 import { drainOutbox } from '../../testing/drain.js';
-import { deliveryRows, freshPrefix, openOutbox, T0, testClock } from '../relay/support.js';
+import {
+  deliveryRows,
+  describePostgres,
+  freshPrefix,
+  gate,
+  openOutbox,
+  T0,
+  testClock,
+} from '../relay/support.js';
 import { describeEachDialect } from '../support/dialects.js';
-import { claimRows, rowsByKey, statuses } from './support.js';
+import { claimRows, rowsByKey, statuses, waitUntilBlocked } from './support.js';
 
 const HOUR = 3600_000;
 const DAY = 24 * HOUR;
@@ -42,15 +50,17 @@ describeEachDialect('replayEvents', (dialect) => {
   /** One receiver that records what it ran and fails while `fail` says so. */
   function audit(options: { maxAttempts?: number } = {}) {
     const ran: number[] = [];
+    const dueAts: (Date | null)[] = [];
     const state = { fail: false as false | 'permanent' };
     const declared = receiver(Placed, {
-      handle: (e) => {
+      handle: (e, ctx) => {
         if (state.fail === 'permanent') throw new PermanentFailure('gone');
         ran.push(e.payload.order);
+        dueAts.push(ctx.dueAt);
       },
       maxAttempts: options.maxAttempts,
     });
-    return { declared, ran, state };
+    return { declared, ran, dueAts, state };
   }
 
   it('a settled row is reopened: pending, attempts zero, its error cleared, owed from now', async () => {
@@ -82,6 +92,8 @@ describeEachDialect('replayEvents', (dialect) => {
     a.state.fail = false;
     await drainOutbox(outbox);
     expect(a.ran).toEqual([1]);
+    // DeliveryContext.dueAt: when it became owed, the moment the replay reopened it.
+    expect(a.dueAts).toEqual([clock.now()]);
   });
 
   it('every settled status is reopened: succeeded, dead, orphaned and cancelled', async () => {
@@ -404,5 +416,56 @@ describeEachDialect('replayEvents', (dialect) => {
       added: 0,
       missing: [unknown],
     });
+  });
+});
+
+describePostgres('replayEvents on two connections', (dialect) => {
+  let db: TestDatabase;
+  beforeAll(async () => {
+    db = await dialect.open();
+  });
+  afterAll(() => db.cleanup());
+
+  it('two replays of one event add its missing rows once', async () => {
+    const prefix = freshPrefix();
+    const before = await openOutbox(
+      db,
+      defineOutbox({ events: { 'shop.Placed': Placed }, receivers: {} }),
+      { tablePrefix: prefix },
+    );
+    const placed = await before.fire('shop.Placed', { order: 1 });
+    // The first replay is held inside its transaction (in the fan-out's targets).
+    const hold = { calls: 0, entered: gate(), release: gate() };
+    const after = await openOutbox(
+      db,
+      defineOutbox({
+        events: { 'shop.Placed': Placed },
+        receivers: {
+          'shop.hooks': receiver(Placed, {
+            handle: () => {},
+            targets: async () => {
+              hold.calls += 1;
+              if (hold.calls === 1) {
+                hold.entered.open();
+                await hold.release.promise;
+              }
+              return ['partner'];
+            },
+          }),
+        },
+      }),
+      { tablePrefix: prefix },
+    );
+    const first = after.replayEvents([placed]);
+    await hold.entered.promise;
+    const second = after.replayEvents([placed]);
+    expect(await waitUntilBlocked(db.sequelize, db.outboxOptions.schema!)).toEqual([
+      expect.stringContaining('FOR UPDATE OF e'),
+    ]);
+    hold.release.open();
+    expect(await first).toEqual({ reopened: 0, added: 1, missing: [] });
+    // The second read the rows after the first committed: the row is there, and owed.
+    expect(await second).toEqual({ reopened: 0, added: 0, missing: [] });
+    expect(await statuses(after)).toEqual({ [`${placed.sequence}:shop.hooks→partner`]: 'pending' });
   });
 });
