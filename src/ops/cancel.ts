@@ -65,6 +65,7 @@ export interface CancelResult {
   readonly missing: readonly string[];
 }
 
+/** `outbox.cancelDeliveries()`: see the module comment. Validates before any statement. */
 export async function cancelDeliveries(
   rt: Runtime,
   events: readonly EventIdentity[],

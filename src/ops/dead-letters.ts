@@ -41,6 +41,7 @@ export interface DeadLetter {
 /** The default number of dead letters read. */
 export const DEFAULT_DEAD_LETTERS_LIMIT = 100;
 
+/** `outbox.deadLetters()`: newest first (by when they died, then by id). */
 export async function deadLetters(
   rt: Runtime,
   options: DeadLettersOptions = {},

@@ -83,6 +83,7 @@ const SETTLED: ReadonlySet<DeliveryStatus> = new Set([
   'cancelled',
 ]);
 
+/** `outbox.replayEvents()`: see the module comment. Validates before any statement. */
 export async function replayEvents(
   rt: Runtime,
   events: readonly EventIdentity[],

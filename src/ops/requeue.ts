@@ -44,6 +44,7 @@ export interface RequeueDeadOptions {
   readonly limit?: number;
 }
 
+/** `outbox.requeueDead()`: see the module comment. Returns how many rows were requeued. */
 export async function requeueDead(rt: Runtime, options: RequeueDeadOptions = {}): Promise<number> {
   const where = 'requeueDead()';
   const filter: DeadFilter = {
