@@ -296,6 +296,27 @@ describeEachDialect('replayEvents', (dialect) => {
     );
   });
 
+  it('a due function is called again and raises to the caller on the same terms as at fire time', async () => {
+    const Offer = event({ schema: z.object({ expiresAt: z.string() }) });
+    const before = await open(defineOutbox({ events: { 'shop.Offer': Offer }, receivers: {} }));
+    const offer = await before.fire('shop.Offer', { expiresAt: 'soon' });
+    const after = await open(
+      defineOutbox({
+        events: { 'shop.Offer': Offer },
+        receivers: {
+          'shop.expire': receiver(Offer, {
+            handle: () => {},
+            due: (e) => new Date(e.payload.expiresAt),
+          }),
+        },
+      }),
+    );
+    await expect(after.replayEvents([offer])).rejects.toThrowErrorMatchingInlineSnapshot(
+      `[ValidationError: replayEvents(): receiver shop.expire's due for shop.Offer returned an invalid Date; it must return a valid Date]`,
+    );
+    expect(await deliveryRows(after)).toEqual([]);
+  });
+
   it('a fan-out receiver replays to the targets it returns now: still returned reopened or added, no longer returned left alone', async () => {
     const targets = { now: ['a', 'b'] };
     const config = defineOutbox({
