@@ -8,12 +8,16 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Command, CommanderError } from 'commander';
 import { OutboxError } from '../src/errors/outbox-error.js';
+import { type CancelFlags, cancel, cancelCommand } from './commands/cancel.js';
 import { catalogue, catalogueCommand } from './commands/catalogue.js';
 import { codegen, codegenCommand } from './commands/codegen.js';
+import { type DeadFlags, dead, deadCommand } from './commands/dead.js';
 import { demo, demoCommand } from './commands/demo.js';
 import { type HealthFlags, health, healthCommand } from './commands/health.js';
 import { type MigrateFlags, migrate, migrateCommand } from './commands/migrate.js';
 import { type RelayFlags, relay, relayCommand } from './commands/relay.js';
+import { type ReplayFlags, replay, replayCommand } from './commands/replay.js';
+import { type RequeueDeadFlags, requeueDead, requeueDeadCommand } from './commands/requeue-dead.js';
 import { EXIT } from './exit-codes.js';
 import { type CliOutput, cliOutput, type LogFormat } from './log-format.js';
 
@@ -70,6 +74,19 @@ export async function main(argv: readonly string[]): Promise<number> {
   });
   healthCommand(program.command('health')).action(async (o: HealthFlags) => {
     code = await refusing(o.logFormat, (out) => health(o, out));
+  });
+  // The operator's operations on rows (issue 9: dead, requeue-dead, replay, cancel).
+  deadCommand(program.command('dead')).action(async (o: DeadFlags) => {
+    code = await refusing(o.logFormat, (out) => dead(o, out));
+  });
+  requeueDeadCommand(program.command('requeue-dead')).action(async (o: RequeueDeadFlags) => {
+    code = await refusing(o.logFormat, (out) => requeueDead(o, out));
+  });
+  replayCommand(program.command('replay')).action(async (ids: string[], o: ReplayFlags) => {
+    code = await refusing(o.logFormat, (out) => replay(ids, o, out));
+  });
+  cancelCommand(program.command('cancel')).action(async (ids: string[], o: CancelFlags) => {
+    code = await refusing(o.logFormat, (out) => cancel(ids, o, out));
   });
   demoCommand(program.command('demo')).action(async (o: { keep?: boolean }) => {
     code = await demo(o);

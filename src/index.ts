@@ -99,8 +99,13 @@ export {
   toOutboxLogger,
 } from './observe/index.js';
 export type { MetricsOptions, MetricsRegistry } from './observe/metrics/registry.js';
+export type { EventIdentity } from './ops/arguments.js';
+export type { CancelDeliveriesOptions, CancelResult } from './ops/cancel.js';
+export type { DeadLetter, DeadLettersOptions } from './ops/dead-letters.js';
 export type { HealthOptions, OutboxHealth, ReceiverBacklog } from './ops/health.js';
 export type { QuietReceiver, QuietReceiversOptions } from './ops/quiet-receivers.js';
+export type { ReplayEventsOptions, ReplayResult } from './ops/replay.js';
+export type { RequeueDeadOptions } from './ops/requeue.js';
 export type { CreateOutboxOptions, Outbox, TypedFireMessage } from './outbox.js';
 export { createOutbox } from './outbox.js';
 export { backoffSeconds } from './relay/backoff.js';

@@ -17,12 +17,17 @@ import { consoleLogger, type OutboxLogger } from './observe/logger.js';
 import { registerOutboxMetrics } from './observe/metrics/outbox-metrics.js';
 import type { MetricsOptions, MetricsRegistry } from './observe/metrics/registry.js';
 import { type PinoLikeLogger, toOutboxLogger } from './observe/pino-logger.js';
+import type { EventIdentity } from './ops/arguments.js';
+import { type CancelDeliveriesOptions, type CancelResult, cancelDeliveries } from './ops/cancel.js';
+import { type DeadLetter, type DeadLettersOptions, deadLetters } from './ops/dead-letters.js';
 import { type HealthOptions, type OutboxHealth, outboxHealth } from './ops/health.js';
 import {
   type QuietReceiver,
   type QuietReceiversOptions,
   quietReceivers,
 } from './ops/quiet-receivers.js';
+import { type ReplayEventsOptions, type ReplayResult, replayEvents } from './ops/replay.js';
+import { type RequeueDeadOptions, requeueDead } from './ops/requeue.js';
 import { newProcessId } from './relay/claim-token.js';
 import { deliverOne } from './relay/deliver-one.js';
 import { type DeliverPendingOptions, deliverPending } from './relay/deliver-pending.js';
@@ -209,6 +214,38 @@ export interface Outbox<C extends OutboxConfig = OutboxConfig> {
    * omitted), and return it. Needs `prom-client` installed; loads it only when called.
    */
   metrics<R extends MetricsRegistry = MetricsRegistry>(registry?: R, options?: MetricsOptions): R;
+  /**
+   * Withdraw the owed deliveries of these events so they never run — an offer accepted
+   * before its expiry, a reminder for an order already paid. Pending and failed rows become
+   * `cancelled`; claimed rows are left to their worker and counted (`inFlight`); settled
+   * rows keep their outcome. Joins `options.transaction` (or the CLS one), so the cancel
+   * commits with the change that made the work moot. Events are given by id (the UUID,
+   * `OutboxEvent.id`) or as the events themselves. See {@link CancelDeliveriesOptions}.
+   * @throws {ValidationError} for an entry that is no event id, before anything is written.
+   */
+  cancelDeliveries(
+    events: readonly EventIdentity[],
+    options?: CancelDeliveriesOptions,
+  ): Promise<CancelResult>;
+  /**
+   * Make these events owed again: settled rows reopened, durable receivers (of the config
+   * as it is now) without a row added, both owed from now — `due` and `targets` resolved
+   * again. Claimed rows are left alone. See {@link ReplayEventsOptions}.
+   * @throws {ValidationError} for a bad id or receiver key; {@link PayloadDecodeError} when
+   * a fan-out or scheduled receiver's event no longer decodes; whatever `targets`/`due` throw.
+   */
+  replayEvents(
+    events: readonly EventIdentity[],
+    options?: ReplayEventsOptions,
+  ): Promise<ReplayResult>;
+  /**
+   * Give dead letters their attempt budget back: pending, attempts zero, owed from now,
+   * by receiver, row, or topic (names and `prefix*` patterns), in chunks of
+   * `settings.batchSize`. Returns how many were requeued. See {@link RequeueDeadOptions}.
+   */
+  requeueDead(options?: RequeueDeadOptions): Promise<number>;
+  /** The dead letters, newest first, with their errors and events. See {@link DeadLettersOptions}. */
+  deadLetters(options?: DeadLettersOptions): Promise<DeadLetter[]>;
 }
 
 /**
@@ -338,6 +375,10 @@ export function createOutbox<C extends OutboxConfig>(
       for (const r of results)
         if (r.status === 'rejected') logger.warn('a resource failed to close', { error: r.reason });
     },
+    cancelDeliveries: (events, o) => cancelDeliveries(runtime, events, o),
+    replayEvents: (events, o) => replayEvents(runtime, events, o),
+    requeueDead: (o) => requeueDead(runtime, o),
+    deadLetters: (o) => deadLetters(runtime, o),
   };
   attachRuntime(outbox, runtime);
   return outbox;

@@ -102,9 +102,10 @@ async function scheduledRows(
 
 /**
  * Call a fan-out receiver's `targets` and check its answer: each a non-empty string the
- * column holds, a target returned twice kept once (in first-returned order).
+ * column holds, a target returned twice kept once (in first-returned order). Exported for
+ * `replayEvents` (src/ops/replay.ts), which calls it again at replay time.
  */
-async function resolveTargets(
+export async function resolveTargets(
   receiver: ResolvedReceiver,
   event: FiringEvent,
   context: PlanContext,
@@ -143,8 +144,9 @@ async function resolveTargets(
  * A scheduled receiver's due time: its delay counted from the event's `occurredAt`, or its
  * function's answer, and never earlier than `now` — a time already past (an event fired
  * with an old `occurredAt`) is due as soon as the row is written, and owed from then.
+ * Exported for `replayEvents`, which resolves it again and writes the later of it and now.
  */
-async function resolveDueAt(
+export async function resolveDueAt(
   receiver: ResolvedReceiver,
   event: FiringEvent,
   now: Date,

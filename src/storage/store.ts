@@ -248,6 +248,80 @@ export interface Maintenance {
    * last-success table the prune keeps (`outbox.quietReceivers()`); one entry per key.
    */
   readLastSucceeded(receiverKeys: readonly string[]): Promise<LastSucceededRow[]>;
+
+  // --- The operator's operations on rows (src/ops/: cancel, replay, requeue, dead letters).
+  // Each write runs inside `transaction`, after `lockEvents` took its events' locks.
+  /**
+   * Lock the events named by uuid, by sequence, or as the events of these delivery ids, in
+   * primary-key order (PostgreSQL `FOR UPDATE`, see postgres/event-locks.ts; SQLite's write
+   * transaction is the one writer), and return them in that order. Ids naming no event are
+   * left out. The lock cancel, replay, requeue and prune share: take it first.
+   */
+  lockEvents(
+    ids:
+      | { readonly uuids: readonly string[] }
+      | { readonly sequences: readonly string[] }
+      | {
+          readonly deliveryIds: readonly string[];
+        },
+    transaction: Transaction,
+  ): Promise<LockedEvent[]>;
+  /**
+   * Withdraw the pending and failed rows of these events (narrowed by receiver and row ids)
+   * as `cancelled`, completed at `completedAt`; count the claimed rows of the same scope.
+   */
+  cancelDeliveries(
+    scope: CancelScope,
+    completedAt: Date,
+    transaction: Transaction,
+  ): Promise<{ cancelled: number; inFlight: number }>;
+  /** Every delivery row of these events, by event and id, read in `transaction`. */
+  readDeliveriesOfEvents(
+    sequences: readonly string[],
+    transaction: Transaction,
+  ): Promise<DeliveryRow[]>;
+  /** Reopen settled rows as pending, attempts zero, owed from their own times; returns how many. */
+  reopenDeliveries(rows: readonly Reopening[], transaction: Transaction): Promise<number>;
+  /** Add delivery rows (a replay's); returns how many. */
+  addDeliveries(rows: readonly Addition[], transaction: Transaction): Promise<number>;
+  /** The ids of up to `limit` dead rows of a filter, oldest event first. */
+  deadDeliveryIds(filter: DeadFilter, limit: number, transaction: Transaction): Promise<string[]>;
+  /** Requeue these rows if still dead: pending, attempts zero, owed from `now`; returns how many. */
+  requeueDeliveries(ids: readonly string[], now: Date, transaction: Transaction): Promise<number>;
+  /** Dead letters, newest first, with their errors and events. */
+  readDeadLetters(filter: { receiverKey?: string; limit: number }): Promise<DeadLetterRow[]>;
+}
+
+/** An event an operation locked: its sequence and uuid. */
+export interface LockedEvent {
+  readonly sequence: string;
+  readonly uuid: string;
+}
+
+/** The rows a cancel may withdraw. */
+export interface CancelScope {
+  /** The events' sequences (locked first). */
+  readonly eventSequences: readonly string[];
+  /** Only this receiver's rows, or every receiver's. */
+  readonly receiverKey?: string;
+  /** Only these rows among the events' (intersected, never widened); an empty list: none. */
+  readonly deliveryIds?: readonly string[];
+}
+
+/** A dead letter as stored, with its event's identity. */
+export interface DeadLetterRow {
+  readonly id: string;
+  readonly eventSequence: string;
+  readonly eventUuid: string;
+  readonly eventName: string;
+  readonly eventRecordedAt: Date;
+  readonly receiverKey: string;
+  readonly target: string;
+  readonly attempts: number;
+  readonly maxAttempts: number;
+  readonly lastError: string | null;
+  /** When it was dead-lettered. */
+  readonly completedAt: Date | null;
 }
 
 /** Who holds the single-writer relay lock, and until when. */
@@ -326,4 +400,33 @@ export interface LastSucceededRow {
   readonly live: Date | null;
   /** What the last-success table keeps for it (written by the prune), or null. */
   readonly kept: Date | null;
+}
+
+/** One row a replay reopens, with the times it is owed from. */
+export interface Reopening {
+  readonly id: string;
+  readonly availableAt: Date;
+  readonly dueAt: Date;
+}
+
+/** One delivery row a replay adds for a receiver (or a target) the event has none for. */
+export interface Addition {
+  readonly eventSequence: string;
+  /** The event's ordering key, copied for the claim's ordering check (as fire copies it). */
+  readonly orderingKey: string | null;
+  readonly receiverKey: string;
+  readonly target: string;
+  readonly maxAttempts: number;
+  readonly availableAt: Date;
+  readonly dueAt: Date;
+}
+
+/** What selects the dead rows a requeue gives back their budget. */
+export interface DeadFilter {
+  /** Only rows of this receiver, or every receiver's when undefined. */
+  readonly receiverKey?: string;
+  /** Only these delivery ids (an empty list: none), or any when undefined. */
+  readonly deliveryIds?: readonly string[];
+  /** Only rows whose event's topic is one of these names or `prefix*` patterns. */
+  readonly topics?: readonly string[];
 }

@@ -18,8 +18,10 @@ export function postgresRunner(sequelize: Sequelize): SqlRunner {
         bind,
         transaction: transaction ?? null,
         raw: true,
-      })) as [unknown, { rowCount?: number }];
-      return meta?.rowCount ?? 0;
+      })) as [unknown, { rowCount?: number } | number];
+      // Sequelize hands an INSERT's row count over as a number, anything else's in the
+      // driver's result.
+      return typeof meta === 'number' ? meta : (meta?.rowCount ?? 0);
     },
     async run(sql, bind, transaction) {
       await sequelize.query(sql, { bind, transaction: transaction ?? null, raw: true });

@@ -5,6 +5,7 @@ import { lastCompletion } from '../sql/batch-completion.js';
 import { claimShape, isUnfiltered, shapeKey } from '../sql/claim-filter.js';
 import { EVENT_INSERT_COLUMNS, OUTCOME_COLUMNS } from '../sql/columns.js';
 import { migrate } from '../sql/migrate.js';
+import type { EventSelector } from '../sql/operations.js';
 import { SqlStore } from '../sql/sql-store.js';
 import { acknowledgeSql } from '../sql/statements.js';
 import type {
@@ -19,6 +20,7 @@ import type {
 import type { TableNames } from '../tables.js';
 import { POSTGRES_CAPABILITIES } from './capabilities.js';
 import { postgresDialect } from './dialect.js';
+import { lockEventsSql } from './event-locks.js';
 import {
   canRunLean,
   failingWhenLost,
@@ -283,6 +285,11 @@ export class PostgresStore extends SqlStore {
       transaction,
     );
     return rowCount === 1;
+  }
+
+  /** The operations' event locks: `FOR UPDATE`, in primary-key order (event-locks.ts). */
+  protected override eventLockSql(by: EventSelector): string {
+    return lockEventsSql(this.t, by);
   }
 }
 

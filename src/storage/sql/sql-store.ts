@@ -6,19 +6,32 @@
  */
 import { type Sequelize, Transaction } from 'sequelize';
 import type { DeliveryStatus } from '../../declare/types.js';
-import { countsFrom, type Row, toDateOrNull, toDeliveryRow, toStoredEvent } from '../rows.js';
+import {
+  countsFrom,
+  type Row,
+  toDate,
+  toDateOrNull,
+  toDeliveryRow,
+  toStoredEvent,
+} from '../rows.js';
 import type {
   AcknowledgeRequest,
+  Addition,
   BacklogRow,
+  CancelScope,
   ClaimedDelivery,
   ClaimOptions,
   ClaimToken,
+  DeadFilter,
+  DeadLetterRow,
   DeliveryRow,
   DialectCapabilities,
   EventRowInput,
   LastSucceededRow,
+  LockedEvent,
   OutboxStore,
   Outcome,
+  Reopening,
   SingleWriterLock,
   StoredEvent,
   WrittenEvent,
@@ -27,6 +40,15 @@ import type { TableNames } from '../tables.js';
 import { type ClaimShape, claimFilterBind } from './claim-filter.js';
 import type { SqlDialect, SqlRunner } from './dialect.js';
 import { healthSql, lastSucceededSql, RECEIVER_KEY_COLUMNS } from './health.js';
+import {
+  ADD_COLUMNS,
+  deadCandidatesBind,
+  type EventSelector,
+  eventsInKeyOrder,
+  type OperationStatements,
+  operationStatements,
+  REOPEN_COLUMNS,
+} from './operations.js';
 import { withRepeats } from './repeats.js';
 import { type SharedStatements, sharedStatements } from './statements.js';
 
@@ -217,6 +239,135 @@ export abstract class SqlStore implements OutboxStore {
       receiverKey: r.receiver_key as string,
       live: toDateOrNull(r.live),
       kept: toDateOrNull(r.kept),
+    }));
+  }
+
+  // --- The operator's operations on rows (src/ops/), over sql/operations.ts.
+
+  /** The operations' statements, built on first use. */
+  #ops: OperationStatements | undefined;
+  protected get ops(): OperationStatements {
+    this.#ops ??= operationStatements(this.t, this.d);
+    return this.#ops;
+  }
+
+  /**
+   * The statement that takes an operation's event locks: the events in primary-key order.
+   * Here the plain read, for a dialect whose write transaction is the one writer (SQLite);
+   * PostgreSQL locks them `FOR UPDATE` (postgres/event-locks.ts).
+   */
+  protected eventLockSql(by: EventSelector): string {
+    return eventsInKeyOrder(this.t, this.d, by);
+  }
+
+  async lockEvents(
+    ids:
+      | { readonly uuids: readonly string[] }
+      | { readonly sequences: readonly string[] }
+      | {
+          readonly deliveryIds: readonly string[];
+        },
+    transaction: Transaction,
+  ): Promise<LockedEvent[]> {
+    const [by, list, type] =
+      'uuids' in ids
+        ? (['uuid', ids.uuids, 'uuid'] as const)
+        : 'sequences' in ids
+          ? (['sequence', ids.sequences, 'bigint'] as const)
+          : (['delivery', ids.deliveryIds, 'bigint'] as const);
+    if (list.length === 0) return [];
+    const rows = await this.runner.select(
+      this.eventLockSql(by),
+      [this.d.list(list, type)],
+      transaction,
+    );
+    return rows.map((r) => ({ sequence: String(r.sequence), uuid: String(r.uuid) }));
+  }
+
+  async cancelDeliveries(
+    scope: CancelScope,
+    completedAt: Date,
+    transaction: Transaction,
+  ): Promise<{ cancelled: number; inFlight: number }> {
+    if (scope.eventSequences.length === 0 || scope.deliveryIds?.length === 0)
+      return { cancelled: 0, inFlight: 0 };
+    const bind = [
+      this.d.list(scope.eventSequences, 'bigint'),
+      scope.receiverKey ?? null,
+      this.d.list(scope.deliveryIds ?? null, 'bigint'),
+    ];
+    const cancelled = await this.runner.exec(
+      this.ops.cancel,
+      [...bind, this.d.value(completedAt, 'timestamp')],
+      transaction,
+    );
+    const [claimed] = await this.runner.select(this.ops.countClaimed, bind, transaction);
+    return { cancelled, inFlight: Number(claimed?.n ?? 0) };
+  }
+
+  async readDeliveriesOfEvents(
+    sequences: readonly string[],
+    transaction: Transaction,
+  ): Promise<DeliveryRow[]> {
+    if (sequences.length === 0) return [];
+    const rows = await this.runner.select(
+      this.ops.deliveriesOfEvents,
+      [this.d.list(sequences, 'bigint')],
+      transaction,
+    );
+    return rows.map(toDeliveryRow);
+  }
+
+  reopenDeliveries(rows: readonly Reopening[], transaction: Transaction): Promise<number> {
+    if (rows.length === 0) return Promise.resolve(0);
+    return this.runner.exec(this.ops.reopen, this.d.bindRows(rows, REOPEN_COLUMNS), transaction);
+  }
+
+  addDeliveries(rows: readonly Addition[], transaction: Transaction): Promise<number> {
+    if (rows.length === 0) return Promise.resolve(0);
+    return this.runner.exec(this.ops.add, this.d.bindRows(rows, ADD_COLUMNS), transaction);
+  }
+
+  async deadDeliveryIds(
+    filter: DeadFilter,
+    limit: number,
+    transaction: Transaction,
+  ): Promise<string[]> {
+    if (filter.deliveryIds?.length === 0 || filter.topics?.length === 0 || limit <= 0) return [];
+    const rows = await this.runner.select(
+      this.ops.deadCandidates(filter.topics !== undefined),
+      deadCandidatesBind(this.d, filter, limit),
+      transaction,
+    );
+    return rows.map((r) => String(r.id));
+  }
+
+  requeueDeliveries(ids: readonly string[], now: Date, transaction: Transaction): Promise<number> {
+    if (ids.length === 0) return Promise.resolve(0);
+    return this.runner.exec(
+      this.ops.requeue,
+      [this.d.list(ids, 'bigint'), this.d.value(now, 'timestamp')],
+      transaction,
+    );
+  }
+
+  async readDeadLetters(filter: { receiverKey?: string; limit: number }): Promise<DeadLetterRow[]> {
+    const rows = await this.runner.select(this.ops.deadLetters, [
+      filter.receiverKey ?? null,
+      filter.limit,
+    ]);
+    return rows.map((r) => ({
+      id: String(r.id),
+      eventSequence: String(r.event_id),
+      eventUuid: String(r.event_uuid),
+      eventName: r.event_name as string,
+      eventRecordedAt: toDate(r.event_recorded_at),
+      receiverKey: r.receiver_key as string,
+      target: r.target as string,
+      attempts: Number(r.attempts),
+      maxAttempts: Number(r.max_attempts),
+      lastError: (r.last_error as string | null) ?? null,
+      completedAt: toDateOrNull(r.completed_at),
     }));
   }
 }

@@ -1,0 +1,49 @@
+/**
+ * `outbox cancel <event-id…> [--receiver K] [--json]`: withdraw the owed deliveries of
+ * events so they never run; claimed ones are left to their worker and counted.
+ */
+import type { Command } from 'commander';
+import { EXIT } from '../exit-codes.js';
+import type { CliOutput } from '../log-format.js';
+import { OPERATION_EXIT_HELP, type OperationFlags, printJson, withOutbox } from '../operation.js';
+import { connectionOptions } from '../options.js';
+
+export interface CancelFlags extends OperationFlags {
+  readonly receiver?: string;
+}
+
+/** Declare the command's arguments and options on `command`. */
+export function cancelCommand(command: Command): Command {
+  return connectionOptions(
+    command
+      .description('withdraw the owed (pending or failed) deliveries of events, so they never run')
+      .argument('<event-id...>', "the events' ids (UUIDs)"),
+  )
+    .option('--receiver <key>', "only this receiver's deliveries")
+    .option('--json', 'print {"cancelled", "inFlight", "missing"} on stdout')
+    .addHelpText(
+      'after',
+      `${OPERATION_EXIT_HELP('deliveries in flight (claimed) could not be stopped, or some event ids named no event')}
+
+Settled deliveries (succeeded, dead, orphaned, cancelled) keep their outcome.`,
+    );
+}
+
+export async function cancel(
+  eventIds: readonly string[],
+  flags: CancelFlags,
+  out: CliOutput,
+): Promise<number> {
+  return withOutbox(flags, out, async (outbox, session) => {
+    const result = await outbox.cancelDeliveries(eventIds, { receiverKey: flags.receiver });
+    if (flags.json) printJson(result);
+    else {
+      out.result(
+        `cancelled ${result.cancelled} on ${session.where}${result.inFlight > 0 ? `; ${result.inFlight} in flight, left to finish` : ''}`,
+      );
+      if (result.missing.length > 0)
+        out.warn(`no such event (never fired, or pruned): ${result.missing.join(', ')}`);
+    }
+    return result.inFlight > 0 || result.missing.length > 0 ? EXIT.needsAttention : EXIT.ok;
+  });
+}

@@ -1,0 +1,63 @@
+/**
+ * `outbox dead [--receiver K] [--limit N] [--json]`: the dead letters, newest first, with
+ * their errors — what to read before `outbox requeue-dead --id …` or `outbox replay`.
+ * Exit 2 when there are any, so it doubles as a probe.
+ */
+import type { Command } from 'commander';
+import { DEFAULT_DEAD_LETTERS_LIMIT, type DeadLetter } from '../../src/ops/dead-letters.js';
+import { EXIT } from '../exit-codes.js';
+import type { CliOutput } from '../log-format.js';
+import { OPERATION_EXIT_HELP, type OperationFlags, printJson, withOutbox } from '../operation.js';
+import { connectionOptions, integer } from '../options.js';
+
+export interface DeadFlags extends OperationFlags {
+  readonly receiver?: string;
+  readonly limit?: number;
+}
+
+/** Declare the command's options on `command`. */
+export function deadCommand(command: Command): Command {
+  return connectionOptions(
+    command.description('list dead-lettered deliveries, newest first, with their errors'),
+  )
+    .option('--receiver <key>', "only this receiver's dead letters")
+    .option(
+      '--limit <n>',
+      `at most this many (default ${DEFAULT_DEAD_LETTERS_LIMIT})`,
+      integer(1, 100_000),
+    )
+    .option('--json', 'print the list as JSON (an array) on stdout')
+    .addHelpText(
+      'after',
+      `${OPERATION_EXIT_HELP('dead letters were listed (someone should read them)')}
+
+Then:
+  npx outbox requeue-dead --id 42 --id 43     # give those rows their attempts back
+  npx outbox requeue-dead --receiver billing.charge
+  npx outbox replay <event-id>                # run an event's receivers again`,
+    );
+}
+
+export async function dead(flags: DeadFlags, out: CliOutput): Promise<number> {
+  return withOutbox(flags, out, async (outbox, session) => {
+    const letters = await outbox.deadLetters({ receiverKey: flags.receiver, limit: flags.limit });
+    if (flags.json) printJson(letters);
+    else if (letters.length === 0) out.result(`no dead letters on ${session.where}`);
+    else {
+      out.result(
+        `${letters.length} dead letter${letters.length === 1 ? '' : 's'} on ${session.where}, newest first:`,
+      );
+      for (const letter of letters) process.stdout.write(`${describeLetter(letter)}\n`);
+    }
+    return letters.length > 0 ? EXIT.needsAttention : EXIT.ok;
+  });
+}
+
+/** One dead letter as two lines: where it is, and why it died. */
+export function describeLetter(d: DeadLetter): string {
+  const target = d.target ? ` → ${d.target}` : '';
+  const at = d.deadAt ? d.deadAt.toISOString() : 'unknown time';
+  const error = (d.lastError ?? '(no error recorded)').split('\n')[0];
+  const shown = error.length > 200 ? `${error.slice(0, 200)}…` : error;
+  return `  #${d.deliveryId} ${d.receiverKey}${target}  ${d.eventName} ${d.eventId}  attempts ${d.attempts}/${d.maxAttempts}  dead at ${at}\n      ${shown}`;
+}

@@ -1,0 +1,76 @@
+/**
+ * What the operator's commands (`dead`, `requeue-dead`, `replay`, `cancel`) share: a
+ * session on a migrated database, an outbox over it (no wakeup: these commands deliver
+ * nothing), closed again whatever happens; `--json` output; the repeatable options.
+ */
+import { ConfigurationError } from '../src/errors/outbox-error.js';
+import { createOutbox, type Outbox } from '../src/outbox.js';
+import type { CliOutput } from './log-format.js';
+import type { ConnectionFlags } from './options.js';
+import { schemaStatus } from './schema-status.js';
+import { openSession, type Session } from './session.js';
+
+/** The flags every operation command takes besides the connection's. */
+export interface OperationFlags extends ConnectionFlags {
+  /** `--json`: the result as one JSON document on stdout. */
+  readonly json?: boolean;
+}
+
+/** Collect a repeatable option's values. */
+export const repeatable = (value: string, previous: readonly string[] | undefined): string[] => [
+  ...(previous ?? []),
+  value,
+];
+
+/**
+ * Open a session (refusing a missing SQLite file or tables not migrated, exit 1), make an
+ * outbox on it, run `work`, and close both.
+ */
+export async function withOutbox(
+  flags: OperationFlags,
+  out: CliOutput,
+  work: (outbox: Outbox, session: Session) => Promise<number>,
+): Promise<number> {
+  const session = await openSession(flags, { mustExist: true });
+  try {
+    const status = await schemaStatus(session.db.sequelize, session.tables);
+    if (status.state !== 'current') {
+      const what =
+        status.state === 'missing'
+          ? 'the outbox tables are missing'
+          : `migrations ${status.pending.join(', ')} are pending`;
+      throw new ConfigurationError(
+        `${session.where}: ${what}. Run \`npx outbox migrate\` (with the same database options) first.`,
+        { path: 'url' },
+      );
+    }
+    const outbox = createOutbox(session.loaded.config, {
+      sequelize: session.db.sequelize,
+      schema: flags.schema,
+      tablePrefix: flags.tablePrefix,
+      preparedStatements: flags.preparedStatements,
+      logger: out.logger,
+      wakeup: null,
+    });
+    try {
+      return await work(outbox, session);
+    } finally {
+      await outbox.close();
+    }
+  } finally {
+    await session.close();
+  }
+}
+
+/** Write `value` as one JSON document on stdout (`--json`). */
+export function printJson(value: unknown): void {
+  process.stdout.write(`${JSON.stringify(value, null, 2)}\n`);
+}
+
+/** The exit codes the operation commands' help prints. */
+export const OPERATION_EXIT_HELP = (two: string) => `
+Exit codes:
+  0  done
+  1  could not run: no or bad config, no database, unreachable within --connect-timeout,
+     outbox tables missing or behind (run \`npx outbox migrate\`), a bad argument
+  2  ${two}`;

@@ -1,0 +1,66 @@
+/**
+ * `outbox.deadLetters(options)`: the dead-lettered deliveries, newest first, with their
+ * errors, their receivers and their events — what an operator reads before deciding what
+ * to requeue (`requeueDead({ deliveryIds })`) or replay. `outbox dead` prints it.
+ */
+import type { Runtime } from '../runtime.js';
+import { limitOption, receiverKeyOption } from './arguments.js';
+
+/** Options of {@link deadLetters}. */
+export interface DeadLettersOptions {
+  /** Only this receiver's. @defaultValue every receiver's */
+  readonly receiverKey?: string;
+  /** At most this many, the newest. @defaultValue 100 */
+  readonly limit?: number;
+}
+
+/** One dead-lettered delivery. */
+export interface DeadLetter {
+  /** The delivery row's id: what `requeueDead({ deliveryIds })` and `deliverOne` take. */
+  readonly deliveryId: string;
+  /** The event's id (its UUID): what `replayEvents` and `cancelDeliveries` take. */
+  readonly eventId: string;
+  /** The event's sequence, its place in the delivery order. */
+  readonly eventSequence: string;
+  /** The event's name (its topic). */
+  readonly eventName: string;
+  /** When the event was recorded. */
+  readonly recordedAt: Date;
+  readonly receiverKey: string;
+  /** The fan-out target, or `''`. */
+  readonly target: string;
+  /** Attempts spent, of `maxAttempts`. */
+  readonly attempts: number;
+  readonly maxAttempts: number;
+  /** The last attempt's error, as recorded. */
+  readonly lastError: string | null;
+  /** When it was dead-lettered. */
+  readonly deadAt: Date | null;
+}
+
+/** The default number of dead letters read. */
+export const DEFAULT_DEAD_LETTERS_LIMIT = 100;
+
+/** `outbox.deadLetters()`: newest first (by when they died, then by id). */
+export async function deadLetters(
+  rt: Runtime,
+  options: DeadLettersOptions = {},
+): Promise<DeadLetter[]> {
+  const where = 'deadLetters()';
+  const receiverKey = receiverKeyOption(options.receiverKey, where);
+  const limit = limitOption(options.limit, where) ?? DEFAULT_DEAD_LETTERS_LIMIT;
+  const rows = await rt.store.readDeadLetters({ receiverKey, limit });
+  return rows.map((r) => ({
+    deliveryId: r.id,
+    eventId: r.eventUuid,
+    eventSequence: r.eventSequence,
+    eventName: r.eventName,
+    recordedAt: r.eventRecordedAt,
+    receiverKey: r.receiverKey,
+    target: r.target,
+    attempts: r.attempts,
+    maxAttempts: r.maxAttempts,
+    lastError: r.lastError,
+    deadAt: r.completedAt,
+  }));
+}
