@@ -12,6 +12,7 @@ import { catalogue, catalogueCommand } from './commands/catalogue.js';
 import { codegen, codegenCommand } from './commands/codegen.js';
 import { demo, demoCommand } from './commands/demo.js';
 import { type MigrateFlags, migrate, migrateCommand } from './commands/migrate.js';
+import { type PruneFlags, prune, pruneCommand } from './commands/prune.js';
 import { type RelayFlags, relay, relayCommand } from './commands/relay.js';
 import { EXIT } from './exit-codes.js';
 import { type CliOutput, cliOutput, type LogFormat } from './log-format.js';
@@ -66,6 +67,9 @@ export async function main(argv: readonly string[]): Promise<number> {
   });
   relayCommand(program.command('relay')).action(async (o: RelayFlags) => {
     code = await refusing(o.logFormat, (out) => relay(o, out));
+  });
+  pruneCommand(program.command('prune')).action(async (o: PruneFlags) => {
+    code = await refusing(o.logFormat, (out) => prune(o, out));
   });
   demoCommand(program.command('demo')).action(async (o: { keep?: boolean }) => {
     code = await demo(o);

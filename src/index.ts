@@ -98,6 +98,8 @@ export {
   silentLogger,
   toOutboxLogger,
 } from './observe/index.js';
+export type { CleanupOptions } from './ops/cleanup.js';
+export type { PruneBatch, PruneEventsOptions } from './ops/prune.js';
 export type { CreateOutboxOptions, Outbox, TypedFireMessage } from './outbox.js';
 export { createOutbox } from './outbox.js';
 export { backoffSeconds } from './relay/backoff.js';

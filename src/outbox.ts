@@ -15,6 +15,8 @@ import { type AroundDelivery, type FireHeaders, hookList } from './observe/aroun
 import { type OutboxEventMap, SafeEmitter } from './observe/events.js';
 import { consoleLogger, type OutboxLogger } from './observe/logger.js';
 import { type PinoLikeLogger, toOutboxLogger } from './observe/pino-logger.js';
+import { type CleanupOptions, cleanupDeadLettered, cleanupPublished } from './ops/cleanup.js';
+import { type PruneEventsOptions, pruneEvents } from './ops/prune.js';
 import { newProcessId } from './relay/claim-token.js';
 import { deliverOne } from './relay/deliver-one.js';
 import { type DeliverPendingOptions, deliverPending } from './relay/deliver-pending.js';
@@ -181,6 +183,24 @@ export interface Outbox<C extends OutboxConfig = OutboxConfig> {
   ): () => void;
   /** Release the wakeup and the transports' connections. Does not close Sequelize. */
   close(): Promise<void>;
+  /**
+   * Delete the events that are due, in batches bounded by rows, and resolve to how many
+   * went: consumed under a `succeeded`/`settled` retention, past their own window, or past
+   * the ordinary one (`olderThan`, else `settings.retentionDays`), settled in every case.
+   * An idle relay runs it with the defaults every `settings.relayPruneSeconds`.
+   * See {@link PruneEventsOptions}.
+   */
+  pruneEvents(options?: PruneEventsOptions): Promise<number>;
+  /**
+   * Delete dead delivery rows dead-lettered longer ago than `olderThan`, batch by batch
+   * (which also lets the later events of their ordering keys go). Never run by the relay.
+   */
+  cleanupDeadLettered(options: CleanupOptions): Promise<number>;
+  /**
+   * Delete events whose every delivery succeeded (or was cancelled), recorded longer ago
+   * than `olderThan`, whatever their retention, batch by batch. Never run by the relay.
+   */
+  cleanupPublished(options: CleanupOptions): Promise<number>;
 }
 
 /**
@@ -298,6 +318,9 @@ export function createOutbox<C extends OutboxConfig>(
     whatListensTo: (event) => whatListensTo(config, event),
     listensFor: (key) => listensFor(config, key),
     on: (name, listener) => events.on(name, listener),
+    pruneEvents: (pruneOptions) => pruneEvents(runtime, pruneOptions),
+    cleanupDeadLettered: (cleanupOptions) => cleanupDeadLettered(runtime, cleanupOptions),
+    cleanupPublished: (cleanupOptions) => cleanupPublished(runtime, cleanupOptions),
     close: async () => {
       const closing: Promise<unknown>[] = [];
       if (wakeup) closing.push(wakeup.close());

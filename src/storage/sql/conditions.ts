@@ -9,6 +9,11 @@ import type { SqlDialect } from './dialect.js';
 
 /** Statuses that still owe work: what the claim reads and the ordering check waits on. */
 export const OWED = `'pending','failed','claimed'`;
+/**
+ * Statuses of a row that is not done for a `succeeded` retention: owed ones, dead letters
+ * and orphans (everything but succeeded and cancelled). Read by the prune.
+ */
+export const UNFINISHED = `'pending','failed','claimed','dead','orphaned'`;
 /** Statuses that hold back the later events of an ordering key: owed ones, and dead letters. */
 export const HOLDS_BACK = `'pending','failed','claimed','dead'`;
 
