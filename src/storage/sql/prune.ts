@@ -9,7 +9,7 @@
  * rows already written), is one of four branches, one query each:
  *
  * 1. `delete_when = 'succeeded'` and every delivery succeeded or cancelled (partial index
- *    events_delete_succeeded, checked against deliveries_unfinished);
+ *    events_delete_succeeded, checked against deliveries_owed and deliveries_lost);
  * 2. `delete_when = 'settled'` and settled (events_delete_settled, against deliveries_owed);
  * 3. a window of its own passed, and settled (events_own_window);
  * 4. no window of its own, recorded before the ordinary window's cutoff, and settled (a
@@ -22,7 +22,7 @@
 import type { Sequelize, Transaction } from 'sequelize';
 import type { DueEvent, PruneCounts, PruneWindow } from '../store.js';
 import type { TableNames } from '../tables.js';
-import { OWED, UNFINISHED } from './conditions.js';
+import { LOST, OWED } from './conditions.js';
 import type { SqlDialect, SqlRunner } from './dialect.js';
 
 /** What a dialect spells its own way in the prune. */
@@ -78,9 +78,12 @@ export type DueRule = PruneWindow['rule'];
 const settled = (t: TableNames, e: string): string =>
   `NOT EXISTS (SELECT 1 FROM ${t.deliveries} o WHERE o.event_id = ${e}.id AND o.status IN (${OWED}))`;
 
-/** Every delivery of `e` succeeded or was cancelled. Reads deliveries_unfinished. */
+/**
+ * Every delivery of `e` succeeded or was cancelled: settled, and none dead or orphaned.
+ * Reads deliveries_owed and deliveries_lost.
+ */
 const consumed = (t: TableNames, e: string): string =>
-  `NOT EXISTS (SELECT 1 FROM ${t.deliveries} u WHERE u.event_id = ${e}.id AND u.status IN (${UNFINISHED}))`;
+  `${settled(t, e)} AND NOT EXISTS (SELECT 1 FROM ${t.deliveries} u WHERE u.event_id = ${e}.id AND u.status IN (${LOST}))`;
 
 /** One branch of due: its condition on `e`, and the order its partial index reads in. */
 interface Branch {

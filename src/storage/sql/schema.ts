@@ -7,7 +7,7 @@
  * version.
  */
 import { quoteIdent, type TableNames } from '../tables.js';
-import { HOLDS_BACK, OWED, UNFINISHED } from './conditions.js';
+import { HOLDS_BACK, LOST, OWED } from './conditions.js';
 import type { ColumnDefault, ColumnType, DdlDialect } from './dialect.js';
 
 /** The outbox's tables, by their key in {@link TableNames}. */
@@ -179,13 +179,14 @@ export const MIGRATIONS: readonly Migration[] = [
         columns: ['id'],
         where: "delete_when = 'settled'",
       },
-      // "Every delivery succeeded or was cancelled": an event's rows that are not.
-      // (Settled reads deliveries_owed of migration 1.)
+      // "Every delivery succeeded or was cancelled": no row owed (deliveries_owed of
+      // migration 1) and none of these. Not a superset of the owed statuses, or the
+      // claim's planner would prefer it to deliveries_owed and read dead letters.
       {
-        name: 'deliveries_unfinished',
+        name: 'deliveries_lost',
         table: 'deliveries',
         columns: ['event_id'],
-        where: `status IN (${UNFINISHED})`,
+        where: `status IN (${LOST})`,
       },
       // Dead letters newest first, and cleanupDeadLettered's range on completed_at.
       {
@@ -194,13 +195,15 @@ export const MIGRATIONS: readonly Migration[] = [
         columns: ['completed_at', 'id'],
         where: "status = 'dead'",
       },
-      // Health: owed rows by due time (NULL: owed at once, aged from the event), so owed,
-      // scheduled and the oldest owed are ranges of live rows.
+      // Health: the owed rows with a due time (scheduled ones, and owed ones aged from
+      // it), a range on due_at; owed rows without one are deliveries_owed's, aged from
+      // their event (the lowest event_id). Partial on due_at IS NOT NULL so the claim's
+      // planner never takes it for deliveries_owed.
       {
-        name: 'deliveries_open_due',
+        name: 'deliveries_scheduled',
         table: 'deliveries',
         columns: ['due_at', 'event_id'],
-        where: `status IN (${OWED})`,
+        where: `status IN (${OWED}) AND due_at IS NOT NULL`,
       },
     ],
   },
