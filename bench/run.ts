@@ -21,6 +21,7 @@ import { benchExplain } from './explain.js';
 import { benchLatency, type LatencySystem } from './latency.js';
 import { ensurePeers } from './peers/install.js';
 import { EXPERIMENTS, type Experiment } from './protocol.js';
+import { benchPrune } from './prune.js';
 import { benchWriteCost } from './write-cost.js';
 
 const DRAIN_KINDS: readonly DrainKind[] = [
@@ -47,6 +48,9 @@ const OPTIONS = {
   systems: { type: 'string', default: 'outboxkit' },
   iterations: { type: 'string', default: '3000' },
   experiment: { type: 'string' },
+  'prune-rows': { type: 'string', default: '100000' },
+  'prune-history': { type: 'string', default: '0,100000,1000000' },
+  'prune-repeats': { type: 'string', default: '20' },
 } as const;
 
 function positiveInt(name: string, text: string): number {
@@ -114,6 +118,19 @@ async function main(): Promise<void> {
         producerSynchronousCommit: values['producer-async-commit'] ? false : undefined,
       });
     }
+  }
+  if (only.has('prune')) {
+    const histories = values['prune-history'].split(',').map((h) => {
+      const n = Number(h);
+      if (!Number.isInteger(n) || n < 0)
+        throw new Error(`--prune-history must be whole numbers ≥ 0 (got ${h})`);
+      return n;
+    });
+    await benchPrune({
+      rows: positiveInt('prune-rows', values['prune-rows']),
+      histories,
+      repeats: positiveInt('prune-repeats', values['prune-repeats']),
+    });
   }
   if (only.has('write')) {
     const iterations = positiveInt('iterations', values.iterations);

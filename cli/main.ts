@@ -15,6 +15,7 @@ import { type DeadFlags, dead, deadCommand } from './commands/dead.js';
 import { demo, demoCommand } from './commands/demo.js';
 import { type HealthFlags, health, healthCommand } from './commands/health.js';
 import { type MigrateFlags, migrate, migrateCommand } from './commands/migrate.js';
+import { type PruneFlags, prune, pruneCommand } from './commands/prune.js';
 import { type RelayFlags, relay, relayCommand } from './commands/relay.js';
 import { type ReplayFlags, replay, replayCommand } from './commands/replay.js';
 import { type RequeueDeadFlags, requeueDead, requeueDeadCommand } from './commands/requeue-dead.js';
@@ -87,6 +88,9 @@ export async function main(argv: readonly string[]): Promise<number> {
   });
   cancelCommand(program.command('cancel')).action(async (ids: string[], o: CancelFlags) => {
     code = await refusing(o.logFormat, (out) => cancel(ids, o, out));
+  });
+  pruneCommand(program.command('prune')).action(async (o: PruneFlags) => {
+    code = await refusing(o.logFormat, (out) => prune(o, out));
   });
   demoCommand(program.command('demo')).action(async (o: { keep?: boolean }) => {
     code = await demo(o);

@@ -101,8 +101,10 @@ export {
 export type { MetricsOptions, MetricsRegistry } from './observe/metrics/registry.js';
 export type { EventIdentity } from './ops/arguments.js';
 export type { CancelDeliveriesOptions, CancelResult } from './ops/cancel.js';
+export type { CleanupOptions } from './ops/cleanup.js';
 export type { DeadLetter, DeadLettersOptions } from './ops/dead-letters.js';
 export type { HealthOptions, OutboxHealth, ReceiverBacklog } from './ops/health.js';
+export type { PruneBatch, PruneEventsOptions } from './ops/prune.js';
 export type { QuietReceiver, QuietReceiversOptions } from './ops/quiet-receivers.js';
 export type { ReplayEventsOptions, ReplayResult } from './ops/replay.js';
 export type { RequeueDeadOptions } from './ops/requeue.js';

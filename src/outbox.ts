@@ -19,8 +19,10 @@ import type { MetricsOptions, MetricsRegistry } from './observe/metrics/registry
 import { type PinoLikeLogger, toOutboxLogger } from './observe/pino-logger.js';
 import type { EventIdentity } from './ops/arguments.js';
 import { type CancelDeliveriesOptions, type CancelResult, cancelDeliveries } from './ops/cancel.js';
+import { type CleanupOptions, cleanupDeadLettered, cleanupPublished } from './ops/cleanup.js';
 import { type DeadLetter, type DeadLettersOptions, deadLetters } from './ops/dead-letters.js';
 import { type HealthOptions, type OutboxHealth, outboxHealth } from './ops/health.js';
+import { type PruneEventsOptions, pruneEvents } from './ops/prune.js';
 import {
   type QuietReceiver,
   type QuietReceiversOptions,
@@ -246,6 +248,24 @@ export interface Outbox<C extends OutboxConfig = OutboxConfig> {
   requeueDead(options?: RequeueDeadOptions): Promise<number>;
   /** The dead letters, newest first, with their errors and events. See {@link DeadLettersOptions}. */
   deadLetters(options?: DeadLettersOptions): Promise<DeadLetter[]>;
+  /**
+   * Delete the events that are due, in batches bounded by rows, and resolve to how many
+   * went: consumed under a `succeeded`/`settled` retention, past their own window, or past
+   * the ordinary one (`olderThan`, else `settings.retentionDays`), settled in every case.
+   * An idle relay runs it with the defaults every `settings.relayPruneSeconds`.
+   * See {@link PruneEventsOptions}.
+   */
+  pruneEvents(options?: PruneEventsOptions): Promise<number>;
+  /**
+   * Delete dead delivery rows dead-lettered longer ago than `olderThan`, batch by batch
+   * (which also lets the later events of their ordering keys go). Never run by the relay.
+   */
+  cleanupDeadLettered(options: CleanupOptions): Promise<number>;
+  /**
+   * Delete events whose every delivery succeeded (or was cancelled), recorded longer ago
+   * than `olderThan`, whatever their retention, batch by batch. Never run by the relay.
+   */
+  cleanupPublished(options: CleanupOptions): Promise<number>;
 }
 
 /**
@@ -366,6 +386,9 @@ export function createOutbox<C extends OutboxConfig>(
     health: (healthOptions) => outboxHealth(runtime, healthOptions),
     quietReceivers: (quietOptions) => quietReceivers(runtime, quietOptions),
     metrics: (registry, metricsOptions) => registerOutboxMetrics(runtime, registry, metricsOptions),
+    pruneEvents: (pruneOptions) => pruneEvents(runtime, pruneOptions),
+    cleanupDeadLettered: (cleanupOptions) => cleanupDeadLettered(runtime, cleanupOptions),
+    cleanupPublished: (cleanupOptions) => cleanupPublished(runtime, cleanupOptions),
     close: async () => {
       const closing: Promise<unknown>[] = [];
       if (wakeup) closing.push(wakeup.close());

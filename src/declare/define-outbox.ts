@@ -175,6 +175,11 @@ const settingsSchema = z.strictObject({
   maxRetryAfterSeconds: positiveNumber('a number of seconds > 0').optional(),
   deliveryTimeoutSeconds: positiveNumber('a number of seconds > 0').optional(),
   retentionDays: positiveNumber('a number of days > 0').optional(),
+  pruneBatchRows: positiveInt('an integer from 1 to 100000')
+    .max(100_000, { error: 'must be an integer from 1 to 100000' })
+    .optional(),
+  relayPrune: z.boolean({ error: 'must be true or false' }).optional(),
+  relayPruneSeconds: positiveNumber('a number of seconds > 0').optional(),
 });
 
 const retentionSchema = z.union(

@@ -38,6 +38,28 @@ export interface OutboxSettings {
    * @defaultValue 7
    */
   readonly retentionDays?: number;
+  /**
+   * How many rows one prune batch deletes at most, counting each event's delivery rows and
+   * the event row itself, so one transaction's lock and write volume stay bounded however
+   * the rows are spread (an event with more deliveries than this goes chunk by chunk).
+   * Also what `cleanupDeadLettered` and `cleanupPublished` delete per batch.
+   * @defaultValue 1000
+   */
+  readonly pruneBatchRows?: number;
+  /**
+   * Whether an idle relay prunes (`pruneEvents()` with its defaults, at most once per
+   * {@link relayPruneSeconds}), so an event declared to be deleted once consumed goes
+   * within minutes without a cron line. Off for a project that schedules the prune itself.
+   * @defaultValue true
+   */
+  readonly relayPrune?: boolean;
+  /**
+   * The least time between two sweeps of one relay, in seconds, the first one this long
+   * after the relay starts. The interval is what keeps N relays at N cheap queries per
+   * interval; the prune's re-check at the delete is what keeps them from deleting twice.
+   * @defaultValue 300
+   */
+  readonly relayPruneSeconds?: number;
 }
 
 /** {@link OutboxSettings} with every default filled in. */
@@ -49,6 +71,9 @@ export interface ResolvedSettings {
   readonly maxRetryAfterSeconds: number;
   readonly deliveryTimeoutSeconds: number;
   readonly retentionDays: number;
+  readonly pruneBatchRows: number;
+  readonly relayPrune: boolean;
+  readonly relayPruneSeconds: number;
 }
 
 /** The defaults of {@link OutboxSettings}. */
@@ -60,4 +85,7 @@ export const DEFAULT_SETTINGS: ResolvedSettings = {
   maxRetryAfterSeconds: 86_400,
   deliveryTimeoutSeconds: 30,
   retentionDays: 7,
+  pruneBatchRows: 1000,
+  relayPrune: true,
+  relayPruneSeconds: 300,
 };

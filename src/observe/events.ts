@@ -31,7 +31,10 @@ export interface OutboxEventMap {
   /** A delivery names a receiver the config no longer declares. */
   'relay:orphaned': { deliveryId: string; receiverKey: string; eventName: string };
   /** A database error the relay survived (it retries with backoff). */
-  'relay:error': { error: unknown; during: 'claim' | 'record' | 'renew' | 'release' | 'wait' };
+  'relay:error': {
+    error: unknown;
+    during: 'claim' | 'record' | 'renew' | 'release' | 'wait' | 'prune';
+  };
   /** An `onCommit` receiver threw; logged, never raised. */
   'fire:onCommitFailed': { receiverKey: string; eventName: string; error: unknown };
   /**

@@ -6,6 +6,7 @@ import { type Runtime, realScheduler } from '../runtime.js';
 import type { WakeupConnection } from '../wakeups/wakeup.js';
 import { type Claim, claimBatch } from './claim.js';
 import { deliverBatch } from './deliver-batch.js';
+import { IdleSweep, monotonicMs } from './idle-prune.js';
 import { type LaneControl, LanePauses, servedLanes } from './lanes.js';
 import { RelayState } from './relay-state.js';
 import { checkTopics, servesTopic } from './relay-topics.js';
@@ -111,6 +112,13 @@ export interface RunRelayOptions {
    * `signal` aborts. @defaultValue the outbox's scheduler (`createOutbox({ scheduler })`)
    */
   readonly sleep?: (ms: number, signal: AbortSignal) => Promise<void>;
+  /**
+   * The idle sweep's clock, in milliseconds (see `settings.relayPrune`): apart from `now`,
+   * which is a wall clock a test sets to anything for the claim, and which an NTP step
+   * moves. Tests inject one to reach the sweep's interval without waiting for it.
+   * @defaultValue `performance.now()`
+   */
+  readonly monotonic?: () => number;
 }
 
 /** What a relay did, by delivery status, when it returns. */
@@ -206,6 +214,8 @@ export async function runRelay(rt: Runtime, options: RunRelayOptions = {}): Prom
     maxInFlight: rt.store.capabilities.splitsQueue ? 2 : 1,
   });
   const report: RelayReport = { ...zeroCounts(), passes: 0, handedBack: 0 };
+  // The idle sweep: the first an interval from now, on the monotonic clock.
+  const sweep = IdleSweep.start(rt, options.monotonic ?? monotonicMs);
   // A deferral pauses its lane in this relay for the seconds it asked, on `now`: the
   // lane's unstarted rows are handed back, and claims leave it out until the pause ends.
   const pauses = new LanePauses();
@@ -332,6 +342,8 @@ export async function runRelay(rt: Runtime, options: RunRelayOptions = {}): Prom
         // Not idle while a batch is in hand: wait for it (or a wakeup), then claim again.
         await state.whileBusy();
       } else {
+        // Idle: prune, at most once per settings.relayPruneSeconds.
+        await sweep?.maybe(stop.signal);
         if (options.untilIdle) break;
         if (options.passes !== undefined && report.passes >= options.passes) break;
         await state.idle(pollMs);

@@ -290,6 +290,25 @@ export interface Maintenance {
   requeueDeliveries(ids: readonly string[], now: Date, transaction: Transaction): Promise<number>;
   /** Dead letters, newest first, with their errors and events. */
   readDeadLetters(filter: { receiverKey?: string; limit: number }): Promise<DeadLetterRow[]>;
+
+  // Prune and cleanup (issue 9): see storage/sql/prune.ts for the due rules and indexes.
+  /** Up to `limit` events due under `window`, by sequence, with their delivery row counts. */
+  findDueEvents(window: PruneWindow, limit: number): Promise<DueEvent[]>;
+  /** How many events (and their delivery rows) are due under `window`; deletes nothing. */
+  countDueEvents(window: PruneWindow): Promise<PruneCounts>;
+  /**
+   * In one transaction: lock the events (primary-key order), re-check which are still due,
+   * write each receiver's newest success among their rows to the last-success table, and
+   * delete them with their delivery rows. Returns what went.
+   */
+  deleteDueEvents(sequences: readonly string[], window: PruneWindow): Promise<PruneCounts>;
+  /**
+   * In a transaction of its own: up to `limit` delivery rows of one still-due event, their
+   * last successes recorded; the event row stays. Returns how many went (0: not due).
+   */
+  deleteDueDeliveries(sequence: string, limit: number, window: PruneWindow): Promise<number>;
+  /** Up to `limit` dead rows completed before `before`, oldest first. Returns how many. */
+  deleteDeadDeliveries(before: Date, limit: number): Promise<number>;
 }
 
 /** An event an operation locked: its sequence and uuid. */
@@ -322,6 +341,28 @@ export interface DeadLetterRow {
   readonly lastError: string | null;
   /** When it was dead-lettered. */
   readonly completedAt: Date | null;
+}
+
+/** What a prune pass reads due against. */
+export interface PruneWindow {
+  /** `retention`: pruneEvents' three rules; `published`: cleanupPublished's. */
+  readonly rule: 'retention' | 'published';
+  /** The moment windows of their own are read against. */
+  readonly now: Date;
+  /** The ordinary window's end: an event recorded at or before it is past it. */
+  readonly cutoff: Date;
+}
+
+/** An event due for deletion and how many delivery rows go with it. */
+export interface DueEvent {
+  readonly sequence: string;
+  readonly deliveries: number;
+}
+
+/** Events and delivery rows, deleted or due. */
+export interface PruneCounts {
+  readonly events: number;
+  readonly deliveries: number;
 }
 
 /** Who holds the single-writer relay lock, and until when. */

@@ -31,7 +31,9 @@ describe('outbox and its database', () => {
     const [a, b, c] = ['a.sqlite', 'b.sqlite', 'c.sqlite'].map(file);
     const env = { OUTBOX_DATABASE_URL: `sqlite:${b}`, DATABASE_URL: `sqlite:${c}` };
     const byFlag = await runCli(['migrate', '-c', PING_CONFIG, '--url', `sqlite:${a}`], { env });
-    expect(byFlag.stdout).toBe(`outbox: migrated sqlite:${a} (from --url): applied migration 1\n`);
+    expect(byFlag.stdout).toBe(
+      `outbox: migrated sqlite:${a} (from --url): applied migration 1, 2\n`,
+    );
     const byOutboxVar = await runCli(['migrate', '-c', PING_CONFIG], { env });
     expect(byOutboxVar.stdout).toContain(`sqlite:${b} (from OUTBOX_DATABASE_URL)`);
     const byAppVar = await runCli(['migrate', '-c', PING_CONFIG], {

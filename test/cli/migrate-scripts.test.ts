@@ -34,7 +34,7 @@ describeEachDialect('outbox migrate through your own tool', (dialect) => {
     expect((await runCli(['migrate', '-c', PING_CONFIG, ...db.args])).code).toBe(0);
     const after = await check();
     expect(after.code).toBe(0);
-    expect(after.stdout).toContain('is up to date (migrations 1)');
+    expect(after.stdout).toContain('is up to date (migrations 1, 2)');
   });
 
   it('--print-sql --dialect prints the DDL without a database, and running it migrates', async () => {
@@ -63,20 +63,25 @@ describeEachDialect('outbox migrate through your own tool', (dialect) => {
       const args = ['migrate', '--emit', tool, '--out', dir, '-c', PING_CONFIG, ...db.args];
       const first = await runCli(args);
       expect(first.code).toBe(0);
-      const [name] = readdirSync(dir);
-      expect(name).toMatch(/^\d{14}-outboxkit-v1\.(cjs|mjs)$/);
+      // One file per migration version.
+      const names = readdirSync(dir).sort();
+      expect(names).toHaveLength(2);
+      expect(names[0]).toMatch(/^\d{14}-outboxkit-v1\.(cjs|mjs)$/);
+      expect(names[1]).toMatch(/^\d{14}-outboxkit-v2\.(cjs|mjs)$/);
       const second = await runCli(args);
       expect(second.stdout).toContain('is already there');
-      expect(readdirSync(dir)).toEqual([name]);
+      expect(readdirSync(dir).sort()).toEqual(names);
 
       const sequelize = db.outboxOptions.sequelize;
-      const path = join(dir, name);
-      if (tool === 'sequelize-cli') {
-        const migration = createRequire(import.meta.url)(path);
-        await migration.up(sequelize.getQueryInterface(), sequelize.constructor);
-      } else {
-        const migration = await import(pathToFileURL(path).href);
-        await migration.up({ context: sequelize.getQueryInterface() });
+      for (const name of names) {
+        const path = join(dir, name);
+        if (tool === 'sequelize-cli') {
+          const migration = createRequire(import.meta.url)(path);
+          await migration.up(sequelize.getQueryInterface(), sequelize.constructor);
+        } else {
+          const migration = await import(pathToFileURL(path).href);
+          await migration.up({ context: sequelize.getQueryInterface() });
+        }
       }
       expect((await check()).code).toBe(0);
     },

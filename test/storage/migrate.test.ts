@@ -29,10 +29,10 @@ describeEachDialect('migrate()', (dialect) => {
     await Promise.all([a.migrate(), b.migrate(), a.migrate()]);
     await a.migrate();
     const versions = await db.sequelize.query(
-      `SELECT version FROM ${db.outboxOptions.schema ? `"${db.outboxOptions.schema}".` : ''}"outbox_migrations"`,
+      `SELECT version FROM ${db.outboxOptions.schema ? `"${db.outboxOptions.schema}".` : ''}"outbox_migrations" ORDER BY version`,
       { type: QueryTypes.SELECT },
     );
-    expect(versions).toEqual([{ version: 1 }]);
+    expect(versions).toEqual([{ version: 1 }, { version: 2 }]);
     // And the tables work from both connections.
     await a.fire('a.Happened', { n: 1 });
     await b.fire('a.Happened', { n: 2 });

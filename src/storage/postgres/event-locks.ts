@@ -25,3 +25,12 @@ export function lockEventsSql(t: TableNames, by: EventSelector): string {
   return `${eventsInKeyOrder(t, postgresDialect, by)}
       FOR UPDATE OF e`;
 }
+
+/**
+ * The prune's form of the same lock: the events whose sequences are bound at `$n` (a
+ * `bigint[]`), locked in primary-key order. Returns their ids; an id with no row is
+ * skipped. Reads the primary key.
+ */
+export function lockEventIdsSql(t: TableNames, n = 1): string {
+  return `SELECT id FROM ${t.events} WHERE id = ANY($${n}::bigint[]) ORDER BY id FOR UPDATE`;
+}

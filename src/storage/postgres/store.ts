@@ -36,6 +36,7 @@ import {
   runPooled,
   runStatement,
 } from './pg-client.js';
+import { POSTGRES_PRUNE } from './prune.js';
 import { postgresRunner } from './runner.js';
 import {
   KEYED_DELIVERY_COLUMNS,
@@ -53,6 +54,7 @@ export class PostgresStore extends SqlStore {
   readonly dialect = 'postgres' as const;
   readonly capabilities = POSTGRES_CAPABILITIES;
   readonly relayLock = undefined;
+  protected readonly pruneDialect = POSTGRES_PRUNE;
   readonly #sql: PostgresStatements;
   /** The name fire()'s statement is prepared under: a hash of its text, so it never clashes. */
   readonly #insertName: string;

@@ -9,6 +9,13 @@ import type { SqlDialect } from './dialect.js';
 
 /** Statuses that still owe work: what the claim reads and the ordering check waits on. */
 export const OWED = `'pending','failed','claimed'`;
+/**
+ * Terminal statuses that are not a success: dead letters and orphans. With the owed ones,
+ * what keeps an event recorded under a `succeeded` retention (the prune reads it through
+ * its own partial index; never a superset of OWED, which the claim's planner would take
+ * for the owed index and scan dead letters with).
+ */
+export const LOST = `'dead','orphaned'`;
 /** Statuses that hold back the later events of an ordering key: owed ones, and dead letters. */
 export const HOLDS_BACK = `'pending','failed','claimed','dead'`;
 

@@ -7,7 +7,7 @@
  * version.
  */
 import { quoteIdent, type TableNames } from '../tables.js';
-import { HOLDS_BACK, OWED } from './conditions.js';
+import { HOLDS_BACK, LOST, OWED } from './conditions.js';
 import type { ColumnDefault, ColumnType, DdlDialect } from './dialect.js';
 
 /** The outbox's tables, by their key in {@link TableNames}. */
@@ -142,6 +142,77 @@ export const MIGRATIONS: readonly Migration[] = [
         where: `ordering_key IS NOT NULL AND status IN (${HOLDS_BACK})`,
       },
       { name: 'deliveries_event', table: 'deliveries', columns: ['event_id'] },
+    ],
+  },
+  {
+    // The prune's four queries, the dead-letter listing and health's reads, each over a
+    // partial index holding only live rows, so none of them reads history: a prune with
+    // nothing due costs the same at a thousand rows as at a million (docs/retention.md).
+    version: 2,
+    tables: [],
+    indexes: [
+      // The ordinary window: a range on recorded_at over the events with no window of
+      // their own (a policy's event kept by a dead letter included).
+      {
+        name: 'events_recorded',
+        table: 'events',
+        columns: ['recorded_at', 'id'],
+        where: 'retention_seconds IS NULL',
+      },
+      // The windows of their own: only the events declaring one.
+      {
+        name: 'events_own_window',
+        table: 'events',
+        columns: ['recorded_at', 'id'],
+        where: 'retention_seconds IS NOT NULL',
+      },
+      // Each policy's live events (a consumed one is deleted at the next prune).
+      {
+        name: 'events_delete_succeeded',
+        table: 'events',
+        columns: ['id'],
+        where: "delete_when = 'succeeded'",
+      },
+      {
+        name: 'events_delete_settled',
+        table: 'events',
+        columns: ['id'],
+        where: "delete_when = 'settled'",
+      },
+      // "Every delivery succeeded or was cancelled": no row owed (deliveries_owed of
+      // migration 1) and none of these. Not a superset of the owed statuses, or the
+      // claim's planner would prefer it to deliveries_owed and read dead letters.
+      {
+        name: 'deliveries_lost',
+        table: 'deliveries',
+        columns: ['event_id'],
+        where: `status IN (${LOST})`,
+      },
+      // Dead letters newest first, and cleanupDeadLettered's range on completed_at.
+      {
+        name: 'deliveries_dead',
+        table: 'deliveries',
+        columns: ['completed_at', 'id'],
+        where: "status = 'dead'",
+      },
+      // Health: the owed rows with a due time (scheduled ones, and owed ones aged from
+      // it), a range on due_at; owed rows without one are deliveries_owed's, aged from
+      // their event (the lowest event_id). Partial on due_at IS NOT NULL so the claim's
+      // planner never takes it for deliveries_owed.
+      {
+        name: 'deliveries_scheduled',
+        table: 'deliveries',
+        columns: ['due_at', 'event_id'],
+        where: `status IN (${OWED}) AND due_at IS NOT NULL`,
+      },
+      // quietReceivers(): each receiver's newest success, one probe per receiver, whatever
+      // the history. Partial on succeeded_at IS NOT NULL, which no claim says.
+      {
+        name: 'deliveries_succeeded',
+        table: 'deliveries',
+        columns: ['receiver_key', 'succeeded_at'],
+        where: 'succeeded_at IS NOT NULL',
+      },
     ],
   },
 ];

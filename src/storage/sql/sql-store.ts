@@ -26,11 +26,14 @@ import type {
   DeadLetterRow,
   DeliveryRow,
   DialectCapabilities,
+  DueEvent,
   EventRowInput,
   LastSucceededRow,
   LockedEvent,
   OutboxStore,
   Outcome,
+  PruneCounts,
+  PruneWindow,
   Reopening,
   SingleWriterLock,
   StoredEvent,
@@ -49,6 +52,16 @@ import {
   operationStatements,
   REOPEN_COLUMNS,
 } from './operations.js';
+import {
+  countDueEvents,
+  deleteDeadDeliveries,
+  deleteDueDeliveries,
+  deleteDueEvents,
+  findDueEvents,
+  type PruneDialect,
+  type PruneHost,
+  pruneStatements,
+} from './prune.js';
 import { withRepeats } from './repeats.js';
 import { type SharedStatements, sharedStatements } from './statements.js';
 
@@ -196,6 +209,47 @@ export abstract class SqlStore implements OutboxStore {
       this.d.value(filter.eventSequence ?? null, 'bigint'),
     ]);
     return rows.map(toDeliveryRow);
+  }
+
+  // Prune and cleanup (issue 9): sql/prune.ts, with the dialect's part.
+  /** What the dialect spells its own way in the prune (postgres/prune.ts, sqlite/prune.ts). */
+  protected abstract readonly pruneDialect: PruneDialect;
+  #pruneHost: PruneHost | undefined;
+
+  /** The prune's statements and transactions, built on first use. */
+  protected get pruneHost(): PruneHost {
+    if (!this.#pruneHost) {
+      const type = this.capabilities.handlerTransaction.type;
+      this.#pruneHost = {
+        sequelize: this.sequelize,
+        runner: this.runner,
+        dialect: this.d,
+        sql: pruneStatements(this.t, this.d, this.pruneDialect),
+        transaction: (work) =>
+          this.sequelize.transaction(type ? { type: Transaction.TYPES[type] } : {}, work),
+      };
+    }
+    return this.#pruneHost;
+  }
+
+  findDueEvents(window: PruneWindow, limit: number): Promise<DueEvent[]> {
+    return findDueEvents(this.pruneHost, window, limit);
+  }
+
+  countDueEvents(window: PruneWindow): Promise<PruneCounts> {
+    return countDueEvents(this.pruneHost, window);
+  }
+
+  deleteDueEvents(sequences: readonly string[], window: PruneWindow): Promise<PruneCounts> {
+    return deleteDueEvents(this.pruneHost, sequences, window);
+  }
+
+  deleteDueDeliveries(sequence: string, limit: number, window: PruneWindow): Promise<number> {
+    return deleteDueDeliveries(this.pruneHost, sequence, limit, window);
+  }
+
+  deleteDeadDeliveries(before: Date, limit: number): Promise<number> {
+    return deleteDeadDeliveries(this.pruneHost, before, limit);
   }
 
   /** A claimed row (`CLAIMED_COLUMNS`) with its event, as the relay takes it. */

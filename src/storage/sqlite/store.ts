@@ -18,6 +18,7 @@ import { SQLITE_CAPABILITIES } from './capabilities.js';
 import { configureConnections } from './connections.js';
 import { sqliteDialect } from './dialect.js';
 import { sqliteMigrationProfile } from './migration.js';
+import { SQLITE_PRUNE } from './prune.js';
 import { SqliteRelayLock } from './relay-lock.js';
 import { sqliteRunner } from './runner.js';
 import {
@@ -39,6 +40,7 @@ export class SqliteStore extends SqlStore {
   readonly dialect = 'sqlite' as const;
   readonly capabilities = SQLITE_CAPABILITIES;
   readonly relayLock: SqliteRelayLock;
+  protected readonly pruneDialect = SQLITE_PRUNE;
   readonly #sql: SqliteStatements;
   /** The filtered claims' texts, one per filter shape met. */
   readonly #filteredClaims = new Map<string, string>();

@@ -1,0 +1,156 @@
+/**
+ * `outbox prune`: delete the events that are due (`outbox.pruneEvents()`), batch by batch,
+ * or with `--dry-run` count them and delete nothing. One line per batch on stderr (a
+ * person watching a TTY sees the same lines: a batch is a transaction, so each line is a
+ * fact, not an estimate); the result on stdout, as JSON with `--json`. SIGTERM / SIGINT
+ * stop it between batches: what was deleted stays deleted, the rest waits for the next run.
+ *
+ * Exit codes (exit-codes.ts): 0 pruned (or counted), 1 could not run (no database, bad
+ * config, tables missing or behind, a bad option).
+ */
+import { type Command, InvalidArgumentError } from 'commander';
+import { ConfigurationError } from '../../src/errors/outbox-error.js';
+import type { PruneBatch } from '../../src/ops/prune.js';
+import { createOutbox, type Outbox } from '../../src/outbox.js';
+import { EXIT } from '../exit-codes.js';
+import type { CliOutput } from '../log-format.js';
+import { type ConnectionFlags, connectionOptions, integer } from '../options.js';
+import { schemaStatus } from '../schema-status.js';
+import { openSession } from '../session.js';
+
+export interface PruneFlags extends ConnectionFlags {
+  /** `--older-than 7d`, in seconds. */
+  readonly olderThan?: number;
+  readonly dryRun?: boolean;
+  readonly json?: boolean;
+  readonly batchSize?: number;
+  readonly limit?: number;
+}
+
+const UNIT_SECONDS: Record<string, number> = { d: 86_400, h: 3_600, m: 60, s: 1 };
+
+/**
+ * Parse a window such as `7d`, `36h`, `90m` or `30s` (days, hours, minutes, seconds) into
+ * seconds; a bare number is refused, because a window read in the wrong unit is wrong by a
+ * factor of 24 or 60.
+ */
+export function parseWindow(value: string): number {
+  const m = /^\s*(\d+(?:\.\d+)?)\s*([dhms])\s*$/i.exec(value);
+  if (!m) {
+    throw new InvalidArgumentError(
+      'expected a number and a unit: 7d (days), 36h (hours), 90m (minutes) or 30s (seconds).',
+    );
+  }
+  return Number(m[1]) * UNIT_SECONDS[m[2]!.toLowerCase()]!;
+}
+
+/** Declare the command's options on `command`. */
+export function pruneCommand(command: Command): Command {
+  return connectionOptions(
+    command.description(
+      'delete the events that are due (consumed, past their own window, or past --older-than), batch by batch',
+    ),
+  )
+    .option(
+      '--older-than <window>',
+      "the ordinary window, e.g. 7d or 36h (default: the config's settings.retentionDays); an event with a window of its own keeps it",
+      parseWindow,
+    )
+    .option('--dry-run', 'count the events that are due and delete nothing')
+    .option('--json', 'print the result as one JSON object (and each batch as a JSON line)')
+    .option(
+      '--batch-size <rows>',
+      'rows per batch, delivery rows and event rows together (default: settings.pruneBatchRows)',
+      integer(1, 100_000),
+    )
+    .option('--limit <events>', 'delete at most this many events', integer(1))
+    .addHelpText(
+      'after',
+      `
+Due: an event recorded with retention "succeeded" once every delivery succeeded or was
+cancelled, "settled" once every delivery is terminal; an event with a window of its own
+past it; any other event past --older-than. Never one with a delivery still pending,
+failed or claimed. A running relay also prunes when idle (settings.relayPrune).
+
+Exit codes: 0 pruned (or, with --dry-run, counted), 1 could not run (no database, bad
+config, tables missing or behind, a bad option).
+
+  npx outbox prune --dry-run --older-than 30d
+  npx outbox prune --older-than 7d --json`,
+    );
+}
+
+export async function prune(flags: PruneFlags, out: CliOutput): Promise<number> {
+  const session = await openSession(flags, { mustExist: true });
+  let outbox: Outbox | undefined;
+  const stop = new AbortController();
+  const onSignal = () => stop.abort();
+  process.once('SIGINT', onSignal);
+  process.once('SIGTERM', onSignal);
+  try {
+    const status = await schemaStatus(session.db.sequelize, session.tables);
+    if (status.state !== 'current') {
+      const what =
+        status.state === 'missing'
+          ? 'the outbox tables are missing'
+          : `migrations ${status.pending.join(', ')} are pending`;
+      throw new ConfigurationError(
+        `${session.where}: ${what}. Run \`npx outbox migrate\` (with the same database options) first.`,
+        { path: 'url' },
+      );
+    }
+    outbox = createOutbox(session.loaded.config, {
+      sequelize: session.db.sequelize,
+      schema: flags.schema,
+      tablePrefix: flags.tablePrefix,
+      preparedStatements: flags.preparedStatements,
+      logger: out.logger,
+      wakeup: null,
+    });
+    const olderThan = flags.olderThan === undefined ? undefined : { seconds: flags.olderThan };
+    const started = performance.now();
+    let batches = 0;
+    let deliveries = 0;
+    const onBatch = (b: PruneBatch) => {
+      batches += 1;
+      deliveries = b.totalDeliveries;
+      if (flags.json) {
+        process.stderr.write(`${JSON.stringify({ batch: batches, ...b })}\n`);
+      } else {
+        out.info(
+          `batch ${batches}: ${b.events} events, ${b.deliveries} delivery rows (${b.totalEvents} events so far)`,
+        );
+      }
+    };
+    const events = await outbox.pruneEvents({
+      olderThan,
+      dryRun: flags.dryRun,
+      batchSize: flags.batchSize,
+      limit: flags.limit,
+      signal: stop.signal,
+      onBatch,
+    });
+    const seconds = Math.round((performance.now() - started) / 10) / 100;
+    const result = {
+      dryRun: Boolean(flags.dryRun),
+      events,
+      deliveries,
+      batches,
+      stopped: stop.signal.aborted,
+      seconds,
+    };
+    if (flags.json) process.stdout.write(`${JSON.stringify(result)}\n`);
+    else if (flags.dryRun)
+      out.result(`${events} events are due in ${session.where} (nothing deleted)`);
+    else
+      out.result(
+        `pruned ${events} events and ${deliveries} delivery rows in ${batches} batches, ${seconds}s${stop.signal.aborted ? ' (stopped)' : ''}`,
+      );
+    return EXIT.ok;
+  } finally {
+    process.off('SIGINT', onSignal);
+    process.off('SIGTERM', onSignal);
+    await outbox?.close();
+    await session.close();
+  }
+}

@@ -1,0 +1,141 @@
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { z } from 'zod';
+import { defineOutbox, event, type Outbox, receiver } from '../../src/index.js';
+import { runtimeOf } from '../../src/runtime.js';
+import type { TestDatabase } from '../../testing/databases.js';
+import { describeEachDialect } from '../support/dialects.js';
+import { openOutbox, tableName, testClock } from './support.js';
+
+/** Consumed the moment it commits: no durable receiver, deleted once consumed. */
+const Gone = event({ schema: z.object({ n: z.number() }), retention: 'succeeded' });
+const Mail = event({ schema: z.object({ n: z.number() }) });
+
+const configWith = (settings: Record<string, unknown> = {}) =>
+  defineOutbox({
+    events: { 'i.Gone': Gone, 'i.Mail': Mail },
+    receivers: { 'r.mail': receiver(Mail, { handle: () => {}, lane: 'mail' }) },
+    settings: { relayPruneSeconds: 60, pollIntervalMs: 1000, ...settings },
+  });
+type Config = ReturnType<typeof configWith>;
+
+describeEachDialect('relay: the idle sweep', (dialect) => {
+  let db: TestDatabase;
+  beforeAll(async () => {
+    db = await dialect.open();
+  });
+  afterAll(() => db.cleanup());
+
+  const eventCount = async (outbox: Outbox<Config>) =>
+    (await runtimeOf(outbox).store.readEvents({})).length;
+
+  /**
+   * Run a relay on a monotonic clock that moves `stepMs` at each idle wait; at each wait,
+   * `onWait` runs first (it sees the state the pass left), then time moves.
+   */
+  function relayOn(
+    outbox: Outbox<Config>,
+    passes: number,
+    stepMs: number,
+    onWait: () => Promise<void> = async () => {},
+    extra: Parameters<Outbox['runRelay']>[0] = {},
+  ) {
+    let mono = 1_000_000;
+    return outbox.runRelay({
+      passes,
+      monotonic: () => mono,
+      sleep: async () => {
+        await onWait();
+        mono += stepMs;
+      },
+      ...extra,
+    });
+  }
+
+  it('the first sweep comes an interval after the relay starts, not at its first idle pass', async () => {
+    const outbox = await openOutbox(db, configWith(), { clock: testClock().now });
+    await outbox.fire('i.Gone', { n: 1 });
+    await relayOn(outbox, 1, 0);
+    expect(await eventCount(outbox)).toBe(1);
+    await relayOn(outbox, 2, 30_000); // idle at 0 s and 30 s
+    expect(await eventCount(outbox)).toBe(1);
+    await relayOn(outbox, 3, 30_000); // ... and at 60 s: one interval
+    expect(await eventCount(outbox)).toBe(0);
+  });
+
+  it('sweeps at most once per interval', async () => {
+    const outbox = await openOutbox(db, configWith(), { clock: testClock().now });
+    await outbox.fire('i.Gone', { n: 0 });
+    const seen: number[] = [];
+    let n = 0;
+    await relayOn(outbox, 5, 30_000, async () => {
+      seen.push(await eventCount(outbox));
+      await outbox.fire('i.Gone', { n: ++n });
+    });
+    // Idle passes at 0, 30, 60 (sweep), 90, 120 (sweep) seconds.
+    expect(seen).toEqual([1, 2, 0, 1]);
+    expect(await eventCount(outbox)).toBe(0);
+  });
+
+  it('a failed sweep counts: it is not retried before the next interval', async () => {
+    const prefix = `fail${dialect.name}_`;
+    const outbox = await openOutbox(db, configWith(), {
+      clock: testClock().now,
+      tablePrefix: prefix,
+    });
+    const errors: string[] = [];
+    outbox.on('relay:error', (e) => errors.push(e.during));
+    const name = `${prefix}receiver_last_success`;
+    const away = `${name}_away`;
+    await db.sequelize.query(`ALTER TABLE ${tableName(db, name)} RENAME TO "${away}"`);
+    await outbox.fire('i.Gone', { n: 1 });
+    const seen: number[] = [];
+    let pass = 0;
+    await relayOn(outbox, 5, 30_000, async () => {
+      pass += 1;
+      seen.push(await eventCount(outbox));
+      // After the failed sweep at 60 s, the table is back.
+      if (pass === 3)
+        await db.sequelize.query(`ALTER TABLE ${tableName(db, away)} RENAME TO "${name}"`);
+    });
+    // 60 s: the sweep fails; 90 s: not retried; 120 s: the next interval's sweep.
+    expect(seen).toEqual([1, 1, 1, 1]);
+    expect(errors).toEqual(['prune']);
+    expect(await eventCount(outbox)).toBe(0);
+  });
+
+  it('relayPrune: false turns the sweep off', async () => {
+    const outbox = await openOutbox(db, configWith({ relayPrune: false }), {
+      clock: testClock().now,
+    });
+    await outbox.fire('i.Gone', { n: 1 });
+    await relayOn(outbox, 4, 60_000);
+    expect(await eventCount(outbox)).toBe(1);
+  });
+
+  it('every relay sweeps whatever its lane', async () => {
+    const outbox = await openOutbox(db, configWith(), { clock: testClock().now });
+    await outbox.fire('i.Gone', { n: 1 });
+    await relayOn(outbox, 2, 60_000, async () => {}, { lane: 'mail' });
+    expect(await eventCount(outbox)).toBe(0);
+  });
+
+  it("reads the stop signal between the sweep's batches", async () => {
+    const outbox = await openOutbox(db, configWith({ pruneBatchRows: 1 }), {
+      clock: testClock().now,
+    });
+    for (let n = 0; n < 3; n++) await outbox.fire('i.Gone', { n });
+    const stop = new AbortController();
+    // Stop as the first batch deletes its event.
+    const options = (db.sequelize as unknown as { options: { logging: unknown } }).options;
+    const previous = options.logging;
+    options.logging = (sql: string) => {
+      if (/DELETE FROM \S*events/.test(sql)) stop.abort();
+    };
+    try {
+      await relayOn(outbox, 3, 60_000, async () => {}, { signal: stop.signal });
+    } finally {
+      options.logging = previous;
+    }
+    expect(await eventCount(outbox)).toBe(2);
+  });
+});
