@@ -62,7 +62,11 @@ export async function runAsyncApiCommand(
   let resolved: Resolved;
   try {
     const catalogue = await catalogueFrom(file, options.config, cwd);
-    if (typeof catalogue === 'string') return fail(catalogue);
+    if (typeof catalogue === 'string') {
+      // Already a whole message (`outbox: invalid config at file:line …`), as codegen prints it.
+      console.error(catalogue);
+      return 1;
+    }
     const project = projectPackage(cwd);
     resolved = {
       catalogue,

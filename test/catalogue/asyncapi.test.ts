@@ -85,6 +85,14 @@ describe('the AsyncAPI document of a catalogue', () => {
     }
   }, 60_000);
 
+  it('a config with no events gives an empty document the parser accepts', async () => {
+    const { document, errors } = await parseErrors(
+      renderAsyncApi(buildCatalogue(defineOutbox({ events: {} })), OPTIONS),
+    );
+    expect(errors).toEqual([]);
+    expect(document?.channels().all()).toEqual([]);
+  }, 60_000);
+
   it('a recursive payload and a tuple are restated in draft-07 terms the parser resolves', async () => {
     type Node = { name: string; children: Node[] };
     const NodeSchema: z.ZodType<Node> = z.lazy(() =>

@@ -75,7 +75,7 @@ describe('outbox catalogue asyncapi', () => {
     expect(doc.info).toMatchObject({ title: 'T', version: '0.0.0' });
   });
 
-  it('refuses a bad --format, a file and --config together, and an unknown action, naming them', async () => {
+  it('refuses a bad --format, a file and --config together, a missing catalogue, a config that does not load and an unknown action, naming them', async () => {
     const format = await runCli(['catalogue', 'asyncapi', '--format', 'xml'], bin);
     expect(format.code).toBe(1);
     expect(format.stderr).toContain('--format must be yaml or json (got "xml")');
@@ -88,6 +88,14 @@ describe('outbox catalogue asyncapi', () => {
     });
     expect(missing.code).toBe(1);
     expect(missing.stderr).toContain('is neither a file nor a catalogue in git');
+    const typo = await runCli(
+      ['catalogue', 'asyncapi', '-c', join(REPO, 'test/cli/fixtures/typo.config.ts')],
+      bin,
+    );
+    expect(typo.code).toBe(1);
+    expect(typo.stdout).toBe('');
+    expect(typo.stderr).toMatch(/^outbox: invalid config at .*typo\.config\.ts:11\n/);
+    expect(typo.stderr).toContain('did you mean "maxAttempts"?');
     const unknown = await runCli(['catalogue', 'openapi'], bin);
     expect(unknown.code).toBe(2);
     expect(unknown.stderr).toContain('unknown action "openapi" (known: diff, asyncapi');
