@@ -3,6 +3,11 @@ import { configOption } from '../options.js';
 
 /** The actions of `outbox catalogue`. */
 const ACTIONS = ['diff', 'asyncapi'] as const;
+type Action = (typeof ACTIONS)[number];
+
+function isAction(value: string): value is Action {
+  return (ACTIONS as readonly string[]).includes(value);
+}
 
 const HELP = `
 Actions:
@@ -28,6 +33,19 @@ Examples:
   $ outbox catalogue asyncapi > asyncapi.yaml
   $ outbox catalogue asyncapi --config outbox.config.ts --format json --api-version 2.1.0
 `;
+
+/**
+ * The options of one action given to the other: refused rather than ignored, so
+ * `catalogue diff --config x` does not quietly diff something else than was meant.
+ */
+const STRAY: Record<Action, readonly { key: string; flag: string }[]> = {
+  diff: [
+    { key: 'config', flag: '--config' },
+    { key: 'title', flag: '--title' },
+    { key: 'apiVersion', flag: '--api-version' },
+  ],
+  asyncapi: [{ key: 'allowBreaking', flag: '--allow-breaking' }],
+};
 
 /** `outbox catalogue diff OLD [NEW]` and `outbox catalogue asyncapi [FILE]`. */
 export function catalogueCommand(command: Command): Command {
@@ -56,16 +74,23 @@ export async function catalogue(
   newRef: string | undefined,
   flags: Record<string, unknown>,
 ): Promise<number> {
-  if (action === 'asyncapi') {
-    // Imported when run: yaml loads only for this action.
-    const { runAsyncApiCommand } = await import('../../catalogue/asyncapi-cli.js');
-    return runAsyncApiCommand(oldRef, newRef, flags);
-  }
-  if (action !== 'diff') {
+  if (!isAction(action)) {
     console.error(
       `outbox catalogue: unknown action "${action}" (known: ${ACTIONS.join(', ')}; see outbox catalogue --help)`,
     );
     return 2;
+  }
+  const stray = STRAY[action].filter((o) => flags[o.key] !== undefined);
+  if (stray.length > 0) {
+    console.error(
+      `outbox catalogue ${action}: ${stray.map((o) => o.flag).join(', ')} ${stray.length === 1 ? 'is' : 'are'} not an option of ${action} (see outbox catalogue --help)`,
+    );
+    return action === 'diff' ? 2 : 1;
+  }
+  if (action === 'asyncapi') {
+    // Imported when run: yaml loads only for this action.
+    const { runAsyncApiCommand } = await import('../../catalogue/asyncapi-cli.js');
+    return runAsyncApiCommand(oldRef, newRef, flags);
   }
   // Imported when run: handlebars loads only for the catalogue.
   const { runCatalogueCommand } = await import('../../catalogue/cli.js');

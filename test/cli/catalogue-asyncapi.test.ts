@@ -75,7 +75,7 @@ describe('outbox catalogue asyncapi', () => {
     expect(doc.info).toMatchObject({ title: 'T', version: '0.0.0' });
   });
 
-  it('refuses a bad --format, a file and --config together, a missing catalogue, a config that does not load and an unknown action, naming them', async () => {
+  it('refuses a bad --format, a file and --config together, a missing catalogue, a config that does not load, an option of the other action and an unknown action, naming them', async () => {
     const format = await runCli(['catalogue', 'asyncapi', '--format', 'xml'], bin);
     expect(format.code).toBe(1);
     expect(format.stderr).toContain('--format must be yaml or json (got "xml")');
@@ -96,6 +96,12 @@ describe('outbox catalogue asyncapi', () => {
     expect(typo.stdout).toBe('');
     expect(typo.stderr).toMatch(/^outbox: invalid config at .*typo\.config\.ts:11\n/);
     expect(typo.stderr).toContain('did you mean "maxAttempts"?');
+    const stray = await runCli(['catalogue', 'asyncapi', '--allow-breaking'], bin);
+    expect(stray.code).toBe(1);
+    expect(stray.stderr).toContain('--allow-breaking is not an option of asyncapi');
+    const diffStray = await runCli(['catalogue', 'diff', 'HEAD', '--title', 'T'], bin);
+    expect(diffStray.code).toBe(2);
+    expect(diffStray.stderr).toContain('--title is not an option of diff');
     const unknown = await runCli(['catalogue', 'openapi'], bin);
     expect(unknown.code).toBe(2);
     expect(unknown.stderr).toContain('unknown action "openapi" (known: diff, asyncapi');
