@@ -103,12 +103,13 @@ export function buildAsyncApi(catalogue: Catalogue, options: AsyncApiOptions): A
   const events = sortedBy(catalogue.events, (e) => e.name);
   for (const event of events) {
     const id = idOf(event.name);
+    const own = sortedBy(event.receivers, (r) => r.key);
     const matching = wildcards.filter((r) => wildcardMatches(r, event.name));
     channels[id] = channel(event, id);
     messages[id] = message(event, id);
     const ref = { $ref: `#/channels/${id}` };
     const messageRefs = [{ $ref: `#/channels/${id}/messages/${id}` }];
-    const inProcess = [...event.receivers, ...matching].filter((r) => r.mode !== 'durable');
+    const inProcess = [...own, ...matching].filter((r) => r.mode !== 'durable');
     operations.push({
       id: operationIds.take(`send__${id}`),
       operation: {
@@ -116,7 +117,7 @@ export function buildAsyncApi(catalogue: Catalogue, options: AsyncApiOptions): A
         channel: ref,
         title: `fire ${event.name}`,
         summary: `The application records ${event.name} (version ${event.version}) in its transactional outbox.`,
-        description: sendDescription(event, [...event.receivers, ...matching]),
+        description: sendDescription(event, [...own, ...matching]),
         messages: messageRefs,
         'x-outboxkit-in-process-receivers': sortedBy(inProcess, (r) => r.key).map((r) => ({
           key: r.key,
@@ -126,7 +127,7 @@ export function buildAsyncApi(catalogue: Catalogue, options: AsyncApiOptions): A
         })),
       },
     });
-    for (const r of event.receivers.filter((r) => r.mode === 'durable')) {
+    for (const r of own.filter((r) => r.mode === 'durable')) {
       operations.push({
         id: operationIds.take(r.key),
         operation: receiveOperation(r, event, ref, messageRefs),

@@ -305,6 +305,32 @@ describe('rendering', () => {
       'shop.Order-Placed shop.Order-Placed',
     ]);
   });
+
+  it('operation ids that collide are suffixed the same way whatever order the catalogue lists them in', () => {
+    const Ping = event({ schema: z.object({}) });
+    const config = defineOutbox({
+      events: { ping: Ping },
+      receivers: {
+        'a:b': receiver(Ping, { handle: async () => {} }),
+        a_b: receiver(Ping, { handle: async () => {} }),
+        send__ping: receiver(Ping, { handle: async () => {} }),
+      },
+    });
+    const catalogue = buildCatalogue(config);
+    const reversed: Catalogue = {
+      ...catalogue,
+      events: catalogue.events.map((e) => ({ ...e, receivers: [...e.receivers].reverse() })),
+    };
+    for (const c of [catalogue, reversed]) {
+      const ops = operations(buildAsyncApi(c, OPTIONS));
+      expect(Object.entries(ops).map(([id, o]) => `${id} ${o.title}`)).toEqual([
+        'a_b a:b',
+        'a_b_2 a_b',
+        'send__ping fire ping',
+        'send__ping_2 send__ping',
+      ]);
+    }
+  });
 });
 
 describe('the payload schema in draft-07 terms', () => {
