@@ -298,6 +298,17 @@ for (const mode of MODES) {
       expect(log[1]!.payload.pk).toBe(loan.get('id'));
     });
 
+    it('findOrCreate captures its insert once, and a found row not at all', async () => {
+      const [made, created] = await Order.findOrCreate({
+        where: { status: 'unique' },
+        defaults: { fee: '4.00' },
+      });
+      await Order.findOrCreate({ where: { status: 'unique' }, defaults: { fee: '4.00' } });
+      expect(created).toBe(true);
+      const log = await logOf(outbox);
+      expect(log.map((e) => [e.topic, e.payload.pk])).toEqual([[o('inserted'), made.get('id')]]);
+    });
+
     it('a rollback leaves neither row nor event', async () => {
       const t = await db.sequelize.transaction();
       await Order.create({ status: 'rolled', fee: '1.00' }, { transaction: t });
