@@ -11,7 +11,7 @@
  * write runs in one opened for it; inside one, in a SAVEPOINT, so an event that fails
  * after its row is written undoes the write even when the caller catches the error and
  * goes on in its transaction. Writes that run no hooks (`increment`/`decrement`) are
- * captured in their wrapper.
+ * not captured yet (see docs/capture.md).
  */
 import type { Sequelize, Transaction } from 'sequelize';
 import type { CaptureOperation, ResolvedCapture } from '../declare/capture.js';
@@ -45,7 +45,6 @@ interface ModelClass {
 }
 
 const WRAPPED = Symbol.for('outboxkit.capture.wrapped');
-const INCREMENT_LISTENERS = Symbol.for('outboxkit.capture.increment');
 
 /** Transactions (and savepoints) opened by a wrapper: a write inside one opens no other. */
 const owned = new WeakSet<object>();

@@ -1,5 +1,5 @@
 import { DataTypes, type ModelStatic, type Model as SequelizeModel } from 'sequelize';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, beforeEach, expect, it } from 'vitest';
 import {
   type CapturePayload,
   capture,
