@@ -3,7 +3,19 @@
  * @packageDocumentation
  */
 
+export { installCapture } from './capture/index.js';
 export { decodeEvent, decodeJson, encodeJson } from './codec/index.js';
+export type {
+  CapturableModel,
+  CaptureDefinition,
+  CapturedChange,
+  CaptureOperation,
+  CaptureOptions,
+  CapturePayload,
+  ChangeExtension,
+  ResolvedCapture,
+} from './declare/capture.js';
+export { CAPTURE_OPERATIONS, capture } from './declare/capture.js';
 export type {
   BackoffOptions,
   CommonReceiverOptions,

@@ -1,5 +1,12 @@
 import { z } from 'zod';
 import { ConfigurationError } from '../errors/outbox-error.js';
+import {
+  type CaptureDefinition,
+  captureEvents,
+  isCaptureDefinition,
+  type ResolvedCapture,
+  resolveCapture,
+} from './capture.js';
 import { closestName, formatConfigPath } from './config-path.js';
 import { type Duration, durationSchema, durationSeconds } from './duration.js';
 import {
@@ -42,6 +49,11 @@ export interface OutboxConfigInput<E extends Record<string, EventDefinition>> {
   readonly receivers?: Record<string, ReceiverDefinition<never>>;
   /** Outbox-wide tuning. */
   readonly settings?: OutboxSettings;
+  /**
+   * Sequelize models whose every ORM write writes an event per changed row (`capture(Model,
+   * { ... })`); their topics become declared events of this config.
+   */
+  readonly capture?: readonly CaptureDefinition[];
 }
 
 /** One declared event, resolved. */
@@ -134,6 +146,8 @@ export interface OutboxConfig<
    */
   readonly lanes: readonly string[];
   readonly settings: ResolvedSettings;
+  /** Every declared change capture, resolved, in declaration order. */
+  readonly captures: readonly ResolvedCapture[];
   /** The route of a declared event, or undefined for a name never declared. */
   route(name: string): EventRoute | undefined;
   /** The receiver with this key, or undefined. */
@@ -336,7 +350,7 @@ function nestedKind(path: readonly PropertyKey[]): string | undefined {
 const KNOWN_KEYS: Record<string, readonly string[]> = {
   backoff: ['baseSeconds', 'capSeconds'],
   duration: ['days', 'hours', 'minutes', 'seconds', 'milliseconds'],
-  root: ['events', 'receivers', 'settings'],
+  root: ['events', 'receivers', 'settings', 'capture'],
   settings: Object.keys(settingsSchema.shape),
   event: Object.keys(eventOptionsSchema.shape),
   receiver: Object.keys(receiverOptionsSchema.shape),
@@ -426,8 +440,11 @@ export function defineOutbox<const E extends Record<string, EventDefinition>>(
           .record(z.string(), z.unknown(), { error: 'must be an object of receiver(...) by key' })
           .optional(),
         settings: z.unknown().optional(),
+        capture: z
+          .array(z.unknown(), { error: 'must be an array of capture(Model, { ... })' })
+          .optional(),
       },
-      { error: 'must be an object { events, receivers?, settings? }' },
+      { error: 'must be an object { events, receivers?, settings?, capture? }' },
     )
     .safeParse(input, { reportInput: true });
   if (!root.success) raise(root.error.issues, [], 'root');
@@ -481,6 +498,8 @@ export function defineOutbox<const E extends Record<string, EventDefinition>>(
     });
     byDefinition.set(definition, name);
   }
+
+  const captures = resolveCaptures(input.capture ?? [], events);
 
   const receivers: ResolvedReceiver[] = [];
   const keys = new Map<string, string>();
@@ -566,8 +585,47 @@ export function defineOutbox<const E extends Record<string, EventDefinition>>(
       ]),
     ].sort(),
     settings,
+    captures,
     route: (name: string) => routes.get(name),
     receiver: (key: string) => byKey.get(key),
+  });
+}
+
+/**
+ * Resolve the captures and declare their topics as events (in `events`), refusing a model
+ * captured twice and a topic that is already an event's name.
+ */
+function resolveCaptures(
+  list: readonly CaptureDefinition[],
+  events: Map<string, ResolvedEvent>,
+): ResolvedCapture[] {
+  const seen = new Set<unknown>();
+  return list.map((definition, i) => {
+    const path = ['capture', i];
+    if (!isCaptureDefinition(definition)) {
+      throw configError(
+        path,
+        `must be built with capture(Model, { ... }) (got ${describe(definition)})`,
+      );
+    }
+    if (seen.has(definition.model)) {
+      throw configError(
+        path,
+        `captures ${definition.model.name} a second time; declare one capture per model (use .replace(options) to refine one)`,
+      );
+    }
+    seen.add(definition.model);
+    const resolved = resolveCapture(definition);
+    for (const event of captureEvents(resolved)) {
+      if (events.has(event.name)) {
+        throw configError(
+          path,
+          `captures ${definition.model.name} under the topic "${event.name}", which is already a declared event; pass topic: '…' to name it otherwise`,
+        );
+      }
+      events.set(event.name, event);
+    }
+    return resolved;
   });
 }
 

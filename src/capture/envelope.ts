@@ -1,0 +1,139 @@
+/**
+ * The change envelope of a captured row, in JSON form: what the reference's payload holds
+ * (`model`, `operation`, `pk`, `changed`, `before`, `after`, `occurred_at`), and the
+ * ordering key of its row. Pure: no statement runs here.
+ */
+import { createHash } from 'node:crypto';
+import type { CapturedChange, CaptureOperation, ResolvedCapture } from '../declare/capture.js';
+
+const MAX_KEY = 255;
+
+/** The types whose values JSON would change: kept as text (decimals, big integers). */
+const AS_TEXT = new Set(['DECIMAL', 'BIGINT']);
+
+/**
+ * One attribute value in its JSON form: dates as ISO text, decimals and big integers as
+ * text (a float would lose digits), buffers as base64, NaN and infinities as their text,
+ * JSON as is.
+ */
+export function jsonForm(value: unknown, typeKey: string | undefined, scale?: number): unknown {
+  if (value === undefined || value === null) return null;
+  if (value instanceof Date) return Number.isNaN(value.getTime()) ? null : value.toISOString();
+  if (Buffer.isBuffer(value)) return value.toString('base64');
+  if (typeof value === 'bigint') return value.toString();
+  if (typeof value === 'number') {
+    // SQLite hands a DECIMAL back as a number: its declared scale gives the text PostgreSQL has.
+    if (typeKey === 'DECIMAL' && scale !== undefined) return value.toFixed(scale);
+    if (typeKey !== undefined && AS_TEXT.has(typeKey)) return String(value);
+    if (!Number.isFinite(value)) return String(value);
+    return value;
+  }
+  if (typeKey === 'BOOLEAN' && (value === 0 || value === 1)) return value === 1;
+  return value;
+}
+
+/** The captured attributes of a row (an instance's data values), each in its JSON form. */
+export function rowImage(
+  capture: ResolvedCapture,
+  values: Record<string, unknown> | null | undefined,
+): Record<string, unknown> | null {
+  if (!values) return null;
+  const attributes = capture.model.getAttributes?.() ?? {};
+  const image: Record<string, unknown> = {};
+  for (const field of capture.fields) {
+    const type = attributes[field]?.type;
+    image[field] = jsonForm(values[field], typeKey(type), scaleOf(type));
+  }
+  return image;
+}
+
+function scaleOf(type: unknown): number | undefined {
+  const scale = (type as { options?: { scale?: unknown } } | undefined)?.options?.scale;
+  return typeof scale === 'number' ? scale : undefined;
+}
+
+function typeKey(type: unknown): string | undefined {
+  return (type as { key?: string } | undefined)?.key;
+}
+
+/** A row's key: its value, or an object of its fields for a composite key. */
+export function pkOf(capture: ResolvedCapture, values: Record<string, unknown>): unknown {
+  const attributes = capture.model.getAttributes?.() ?? {};
+  const form = (k: string) => jsonForm(values[k], typeKey(attributes[k]?.type));
+  if (capture.primaryKey.length === 1) return form(capture.primaryKey[0]!);
+  return Object.fromEntries(capture.primaryKey.map((k) => [k, form(k)]));
+}
+
+/** The key's text for `{pk}`: a composite key's parts joined by `:`. */
+function pkText(capture: ResolvedCapture, pk: unknown): string {
+  if (capture.primaryKey.length === 1) return String(pk);
+  const parts = pk as Record<string, unknown>;
+  return capture.primaryKey.map((k) => String(parts[k])).join(':');
+}
+
+/**
+ * The ordering key of a change from the capture's template; over 255 characters its start,
+ * `#` and the SHA-256 of the whole key, so a long text key still orders its own row.
+ */
+export function orderingKeyOf(capture: ResolvedCapture, pk: unknown): string | undefined {
+  if (capture.orderingKey === null) return undefined;
+  const parts: Record<string, string> = {
+    label: capture.label,
+    pk: pkText(capture, pk),
+    app: capture.app ?? '',
+    model: capture.model.name.toLowerCase(),
+    table: capture.table,
+  };
+  const key = capture.orderingKey.replace(/\{([^}]*)\}/g, (_, p: string) => parts[p] ?? '');
+  if (key.length <= MAX_KEY) return key;
+  const digest = createHash('sha256').update(key).digest('hex');
+  return `${key.slice(0, MAX_KEY - digest.length - 1)}#${digest}`;
+}
+
+/** Build one change: the images as the payload mode wants them. */
+export function changeOf(
+  capture: ResolvedCapture,
+  operation: CaptureOperation,
+  rows: {
+    before?: Record<string, unknown> | null;
+    after?: Record<string, unknown> | null;
+    changed?: readonly string[] | null;
+  },
+  occurredAt: Date,
+): CapturedChange {
+  const source = (operation === 'deleted' ? rows.before : rows.after) ?? rows.before ?? rows.after;
+  const pk = pkOf(capture, source ?? {});
+  const before = operation === 'inserted' ? null : rowImage(capture, rows.before);
+  const after = operation === 'deleted' ? null : rowImage(capture, rows.after);
+  return {
+    model: capture.label,
+    operation,
+    pk,
+    changed: operation === 'updated' ? (rows.changed ?? null) : null,
+    before,
+    after,
+    occurredAt,
+  };
+}
+
+/** The event payload of a change under the capture's payload mode. */
+export function envelopeOf(
+  capture: ResolvedCapture,
+  change: CapturedChange,
+): Record<string, unknown> {
+  const envelope: Record<string, unknown> = {
+    model: change.model,
+    operation: change.operation,
+    pk: change.pk,
+    changed: change.changed,
+  };
+  if (capture.payload === 'after') {
+    if (change.operation === 'deleted') envelope.before = change.before;
+    else envelope.after = change.after;
+  } else if (capture.payload === 'beforeAndAfter') {
+    envelope.before = change.before;
+    envelope.after = change.after;
+  }
+  envelope.occurred_at = change.occurredAt.toISOString();
+  return envelope;
+}

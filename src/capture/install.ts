@@ -1,0 +1,340 @@
+/**
+ * Install change capture on a Sequelize: hooks per write kind for each captured model, and
+ * a transaction around each of its writes.
+ *
+ * Why both. The hooks see each write with its rows and options (Sequelize 6 runs them
+ * inside the write, with `options.transaction`), so the events are written in the write's
+ * transaction. But a write outside any transaction runs in autocommit, and Sequelize has
+ * no hook for a failed write, so a transaction opened in a before hook could never be
+ * rolled back. So the model's write methods are wrapped (own properties of that model
+ * only — an uncaptured model is not touched and pays nothing): without a transaction the
+ * write runs in one opened for it; inside one, in a SAVEPOINT, so an event that fails
+ * after its row is written undoes the write even when the caller catches the error and
+ * goes on in its transaction. Writes that run no hooks (`increment`/`decrement`) are
+ * not captured yet (see docs/capture.md).
+ */
+import type { Sequelize, Transaction } from 'sequelize';
+import type { CaptureOperation, ResolvedCapture } from '../declare/capture.js';
+import { ConfigurationError } from '../errors/outbox-error.js';
+import { resolveTransaction } from '../fire/transaction.js';
+import type { Runtime } from '../runtime.js';
+import { runtimeOf } from '../runtime.js';
+import { changeOf } from './envelope.js';
+import { writeChanges } from './write.js';
+
+type Values = Record<string, unknown>;
+type Options = Record<string, unknown> & { transaction?: Transaction | null };
+
+/** What capture reads of a Sequelize 6 instance (untyped internals included). */
+interface Instance {
+  dataValues: Values;
+  _previousDataValues: Values;
+}
+
+/** What capture uses of a Sequelize 6 model class. */
+interface ModelClass {
+  readonly name: string;
+  readonly sequelize?: Sequelize;
+  readonly prototype: Record<string, unknown>;
+  readonly primaryKeyAttributes: string[];
+  readonly _timestampAttributes: { createdAt?: string; updatedAt?: string; deletedAt?: string };
+  readonly _versionAttribute?: string;
+  addHook(type: string, name: string, fn: (...args: never[]) => unknown): void;
+  findAll(options: Values): Promise<Instance[]>;
+  [method: string]: unknown;
+}
+
+const WRAPPED = Symbol.for('outboxkit.capture.wrapped');
+
+/** Transactions (and savepoints) opened by a wrapper: a write inside one opens no other. */
+const owned = new WeakSet<object>();
+/** The options of a bulk statement: its per-row hooks are not captured twice. */
+const bulk = new WeakSet<object>();
+/** Rows read before a bulk statement (by its options object), per outbox. */
+const readFirst = new WeakMap<object, Map<Runtime, Instance[]>>();
+/** An instance's values before a destroy/restore (which resets them before its after hook). */
+const snapshots = new WeakMap<object, Map<Runtime, Values>>();
+
+/**
+ * Register the hooks of every model the outbox's config captures, on `sequelize` (the
+ * outbox's own). Idempotent: a second call for the same outbox adds nothing.
+ *
+ * @throws {ConfigurationError} for a captured model not defined on that Sequelize (its
+ * events would commit on other connections than its rows), or another Sequelize than the
+ * outbox's.
+ */
+export function installCapture(outbox: object, sequelize?: Sequelize): void {
+  const rt = runtimeOf(outbox);
+  const on = sequelize ?? rt.sequelize;
+  if (on !== rt.sequelize) {
+    throw new ConfigurationError(
+      "installCapture(outbox, sequelize): the Sequelize must be the outbox's own: a captured row's events commit in its write's transaction",
+      { path: 'sequelize' },
+    );
+  }
+  for (const capture of rt.config.captures) {
+    const model = capture.model as unknown as ModelClass;
+    const defined = (on as unknown as { models: Record<string, unknown> }).models[model.name];
+    if (defined !== model) {
+      throw new ConfigurationError(
+        `installCapture: the captured model ${model.name} is not defined on this Sequelize (sequelize.define or Model.init with it); define it there, or drop its capture`,
+        { path: `capture(${model.name})` },
+      );
+    }
+    const done = installedOf(rt);
+    if (done.has(model)) continue;
+    done.add(model);
+    wrapWrites(model, on);
+    addHooks(rt, capture, model);
+  }
+}
+
+const installed = new WeakMap<Runtime, WeakSet<object>>();
+function installedOf(rt: Runtime): WeakSet<object> {
+  let set = installed.get(rt);
+  if (!set) {
+    set = new WeakSet();
+    installed.set(rt, set);
+  }
+  return set;
+}
+
+// ---------------------------------------------------------------- transactions
+
+/** Which argument holds the options of each wrapped write. */
+const STATIC_WRITES: Record<string, number> = {
+  create: 1,
+  bulkCreate: 1,
+  update: 1,
+  destroy: 0,
+  restore: 0,
+  upsert: 1,
+  increment: 1,
+  decrement: 1,
+};
+const INSTANCE_WRITES: Record<string, number> = { save: 0, destroy: 0, restore: 0 };
+
+function wrapWrites(model: ModelClass, sequelize: Sequelize): void {
+  if ((model as unknown as Record<symbol, unknown>)[WRAPPED]) return;
+  (model as unknown as Record<symbol, unknown>)[WRAPPED] = true;
+  for (const [method, at] of Object.entries(STATIC_WRITES)) {
+    const original = model[method] as (...args: unknown[]) => Promise<unknown>;
+    Object.defineProperty(model, method, {
+      configurable: true,
+      writable: true,
+      value: inTransaction(sequelize, original, at),
+    });
+  }
+  for (const [method, at] of Object.entries(INSTANCE_WRITES)) {
+    const original = model.prototype[method] as (...args: unknown[]) => Promise<unknown>;
+    Object.defineProperty(model.prototype, method, {
+      configurable: true,
+      writable: true,
+      value: inTransaction(sequelize, original, at),
+    });
+  }
+}
+
+/**
+ * A write that runs in a transaction of its own when given none, and in a savepoint of the
+ * one it is given (or CLS carries): the row and its events commit or roll back together.
+ */
+function inTransaction(
+  sequelize: Sequelize,
+  original: (...args: unknown[]) => Promise<unknown>,
+  at: number,
+): (...args: unknown[]) => Promise<unknown> {
+  return function captured(this: unknown, ...args: unknown[]) {
+    const options = (args[at] ?? {}) as Options;
+    const given = resolveTransaction(sequelize, options.transaction ?? undefined);
+    if (given && owned.has(given)) return original.apply(this, args);
+    const run = async (t: Transaction) => {
+      owned.add(t);
+      const call = [...args];
+      while (call.length < at) call.push(undefined);
+      call[at] = { ...options, transaction: t };
+      return original.apply(this, call);
+    };
+    return given ? sequelize.transaction({ transaction: given }, run) : sequelize.transaction(run);
+  };
+}
+
+// ---------------------------------------------------------------- hooks
+
+function addHooks(rt: Runtime, capture: ResolvedCapture, model: ModelClass): void {
+  const name = `outboxkit:${rt.processId}`;
+  const ts = model._timestampAttributes;
+  const stamps = new Set([ts.createdAt, ts.updatedAt, model._versionAttribute].filter(Boolean));
+  const paranoid = ts.deletedAt !== undefined;
+  const withoutStamps = (fields: unknown): string[] | null =>
+    Array.isArray(fields) ? fields.filter((f: string) => !stamps.has(f)) : null;
+  const now = () => rt.clock();
+  const write = (
+    operation: CaptureOperation,
+    rows: { before?: Values | null; after?: Values | null; changed?: readonly string[] | null }[],
+    options: Options,
+  ) => {
+    if (rows.length === 0 || !capture.operations.has(operation)) return undefined;
+    const at = now();
+    return writeChanges(
+      rt,
+      capture,
+      rows.map((r) => changeOf(capture, operation, r, at)),
+      options.transaction,
+    );
+  };
+  const hook = (type: string, fn: (...args: never[]) => unknown) => model.addHook(type, name, fn);
+  const pkWhere = (rows: Instance[]): Values => {
+    const [key] = model.primaryKeyAttributes;
+    if (model.primaryKeyAttributes.length === 1 && key) {
+      return { [key]: rows.map((r) => r.dataValues[key]) };
+    }
+    return {
+      [Symbol.for('or')]: rows.map((r) =>
+        Object.fromEntries(model.primaryKeyAttributes.map((k) => [k, r.dataValues[k]])),
+      ),
+    };
+  };
+  const postgres = rt.sequelize.getDialect() === 'postgres';
+  const readRows = (where: unknown, options: Options, lock: boolean): Promise<Instance[]> =>
+    model.findAll({
+      where,
+      transaction: options.transaction,
+      paranoid: false,
+      ...(capture.payload === 'keys' ? { attributes: model.primaryKeyAttributes } : {}),
+      ...(lock && postgres && options.transaction ? { lock: 'UPDATE' } : {}),
+      logging: options.logging,
+    });
+  const keep = <T>(store: WeakMap<object, Map<Runtime, T>>, key: object, value: T): void => {
+    let map = store.get(key);
+    if (!map) {
+      map = new Map();
+      store.set(key, map);
+    }
+    map.set(rt, value);
+  };
+  const take = <T>(store: WeakMap<object, Map<Runtime, T>>, key: object): T | undefined =>
+    store.get(key)?.get(rt);
+  const reread = async (rows: Instance[], options: Options): Promise<Instance[]> => {
+    if (capture.payload === 'keys' || rows.length === 0) return rows;
+    const fresh = await readRows(pkWhere(rows), options, false);
+    const id = (r: Instance) =>
+      model.primaryKeyAttributes.map((k) => String(r.dataValues[k])).join('\u0000');
+    const byId = new Map(fresh.map((r) => [id(r), r]));
+    return rows.map((r) => byId.get(id(r))).filter((r): r is Instance => r !== undefined);
+  };
+
+  // create / save (insert and update) / instance update
+  hook('afterCreate', ((instance: Instance, options: Options) => {
+    if (bulk.has(options)) return undefined;
+    return write('inserted', [{ after: instance.dataValues }], options);
+  }) as never);
+  hook('afterUpdate', ((instance: Instance, options: Options) => {
+    if (bulk.has(options)) return undefined;
+    return write(
+      'updated',
+      [
+        {
+          before: instance._previousDataValues,
+          after: instance.dataValues,
+          changed: withoutStamps(options.fields),
+        },
+      ],
+      options,
+    );
+  }) as never);
+
+  // instance destroy (a soft delete is an update of deletedAt) and restore
+  const snapshot = ((instance: Instance, options: Options) => {
+    if (!bulk.has(options)) keep(snapshots, instance, { ...instance._previousDataValues });
+  }) as never;
+  hook('beforeDestroy', snapshot);
+  hook('beforeRestore', snapshot);
+  hook('afterDestroy', ((instance: Instance, options: Options) => {
+    if (bulk.has(options)) return undefined;
+    const before = take(snapshots, instance) ?? instance.dataValues;
+    if (paranoid && !options.force) {
+      return write(
+        'updated',
+        [{ before, after: instance.dataValues, changed: [ts.deletedAt!] }],
+        options,
+      );
+    }
+    return write('deleted', [{ before }], options);
+  }) as never);
+  hook('afterRestore', ((instance: Instance, options: Options) => {
+    if (bulk.has(options)) return undefined;
+    const before = take(snapshots, instance) ?? instance.dataValues;
+    return write(
+      'updated',
+      [{ before, after: instance.dataValues, changed: [ts.deletedAt!] }],
+      options,
+    );
+  }) as never);
+
+  // bulkCreate: one fire for all its rows
+  hook('beforeBulkCreate', ((_: unknown, options: Options) => void bulk.add(options)) as never);
+  hook('afterBulkCreate', ((instances: Instance[], options: Options) =>
+    write(
+      'inserted',
+      instances.map((i) => ({ after: i.dataValues })),
+      options,
+    )) as never);
+
+  // static update / destroy / restore: the rows read first (locked on PostgreSQL)
+  const before = ((options: Options) => {
+    bulk.add(options);
+    return readRows(options.where, options, true).then((rows) => keep(readFirst, options, rows));
+  }) as never;
+  hook('beforeBulkUpdate', before);
+  hook('beforeBulkDestroy', before);
+  hook('beforeBulkRestore', before);
+  hook('afterBulkUpdate', (async (options: Options) => {
+    const rows = take(readFirst, options) ?? [];
+    const after = await reread(rows, options);
+    const changed = withoutStamps(Object.keys((options.attributes as Values) ?? {}));
+    const byIndex = rows.length === after.length;
+    return write(
+      'updated',
+      after.map((a, i) => ({
+        before: byIndex ? rows[i]!.dataValues : null,
+        after: a.dataValues,
+        changed,
+      })),
+      options,
+    );
+  }) as never);
+  hook('afterBulkDestroy', (async (options: Options) => {
+    const rows = take(readFirst, options) ?? [];
+    if (paranoid && !options.force) {
+      const after = await reread(rows, options);
+      return write(
+        'updated',
+        after.map((a, i) => ({
+          before: rows[i]?.dataValues,
+          after: a.dataValues,
+          changed: [ts.deletedAt!],
+        })),
+        options,
+      );
+    }
+    return write(
+      'deleted',
+      rows.map((r) => ({ before: r.dataValues })),
+      options,
+    );
+  }) as never);
+  hook('afterBulkRestore', (async (options: Options) => {
+    const rows = take(readFirst, options) ?? [];
+    const after = await reread(rows, options);
+    return write(
+      'updated',
+      after.map((a, i) => ({
+        before: rows[i]?.dataValues,
+        after: a.dataValues,
+        changed: [ts.deletedAt!],
+      })),
+      options,
+    );
+  }) as never);
+}

@@ -1,0 +1,79 @@
+/**
+ * Write the events of one statement's changes through `fire()`'s own steps (prepare, plan,
+ * write, after commit), in the write's transaction: one `fireEvents` call per statement,
+ * so a `bulkCreate` of 10,000 rows writes its events in one store call, not one per row.
+ */
+import type { Transaction } from 'sequelize';
+import type { CapturedChange, ChangeExtension, ResolvedCapture } from '../declare/capture.js';
+import { ValidationError } from '../errors/outbox-error.js';
+import { fireEvents } from '../fire/fire.js';
+import type { FireMessage } from '../fire/types.js';
+import type { Runtime } from '../runtime.js';
+import { envelopeOf, orderingKeyOf } from './envelope.js';
+
+const ENVELOPE_KEYS = new Set([
+  'model',
+  'operation',
+  'pk',
+  'changed',
+  'before',
+  'after',
+  'occurred_at',
+]);
+
+/** Fire the events of the changes (those of captured operations), in `transaction`. */
+export async function writeChanges(
+  rt: Runtime,
+  capture: ResolvedCapture,
+  changes: readonly CapturedChange[],
+  transaction: Transaction | null | undefined,
+): Promise<void> {
+  const wanted = changes.filter((c) => capture.operations.has(c.operation));
+  if (wanted.length === 0) return;
+  const where = `capture(${capture.model.name})`;
+  const extensions = await extensionsOf(capture, wanted, where);
+  const messages: FireMessage[] = wanted.map((change, i) => {
+    const extension = extensions[i];
+    const payload = envelopeOf(capture, change);
+    for (const [key, value] of Object.entries(extension?.payload ?? {})) {
+      if (ENVELOPE_KEYS.has(key)) {
+        throw new ValidationError(
+          `${where}: an extension's payload key "${key}" is one of the envelope's own; name it otherwise`,
+          { path: `${where}.extend.payload.${key}` },
+        );
+      }
+      payload[key] = value;
+    }
+    return {
+      name: capture.topics[change.operation]!,
+      payload,
+      orderingKey: orderingKeyOf(capture, change.pk),
+      occurredAt: change.occurredAt,
+      ...(extension?.headers ? { headers: extension.headers } : {}),
+    };
+  });
+  await fireEvents(rt, messages, transaction, where);
+}
+
+async function extensionsOf(
+  capture: ResolvedCapture,
+  changes: readonly CapturedChange[],
+  where: string,
+): Promise<readonly (ChangeExtension | undefined)[]> {
+  if (capture.extend) {
+    const out: (ChangeExtension | undefined)[] = [];
+    for (const change of changes) out.push((await capture.extend(change)) ?? undefined);
+    return out;
+  }
+  if (capture.extendMany) {
+    const out = await capture.extendMany(changes);
+    if (!Array.isArray(out) || out.length !== changes.length) {
+      throw new ValidationError(
+        `${where}.extendMany returned ${Array.isArray(out) ? out.length : 'no array of'} extensions for ${changes.length} changes; return one (or undefined) per change, in their order`,
+        { path: `${where}.extendMany` },
+      );
+    }
+    return out;
+  }
+  return [];
+}

@@ -1,0 +1,446 @@
+/**
+ * `capture(Model, options)`: declare that every ORM write of a Sequelize model writes an
+ * event per changed row, in the write's own transaction (the hooks live in `src/capture/`).
+ *
+ * Why a declaration in the config rather than hooks the app adds by hand: the captured
+ * topics are declared events like any other — receivers subscribe to them, the catalogue
+ * lists them with a payload schema derived from the model's attributes — so they must be
+ * known where the events are. Everything that can be checked is checked here, when the
+ * config is declared, naming the model and the option: a field the model does not have,
+ * `fields` with `exclude`, `extend` with `extendMany`, a template naming something else.
+ */
+import { z } from 'zod';
+import { ConfigurationError } from '../errors/outbox-error.js';
+import type { ResolvedEvent } from './define-outbox.js';
+
+const CAPTURE = Symbol.for('outboxkit.capture');
+
+/** The row operations a capture writes events for, as they appear in topics. */
+export type CaptureOperation = 'inserted' | 'updated' | 'deleted';
+
+/** Every operation, in the order of a row's life. */
+export const CAPTURE_OPERATIONS: readonly CaptureOperation[] = ['inserted', 'updated', 'deleted'];
+
+/**
+ * What an event holds of its row: `keys` the key only (the cheapest: at most a read of the
+ * keys), `after` the row as the write left it (for a delete, `before`: the row as it was),
+ * `beforeAndAfter` both (`before` null for an insert, `after` null for a delete), the rows
+ * read first — locked with `SELECT … FOR UPDATE` on PostgreSQL — where the ORM has no
+ * snapshot of them.
+ */
+export type CapturePayload = 'keys' | 'after' | 'beforeAndAfter';
+
+/**
+ * The shape of a Sequelize model class as capture reads it: the static side of a model
+ * built with `sequelize.define` or `Model.init` (structural, so any Sequelize 6 model fits).
+ */
+export interface CapturableModel {
+  readonly name: string;
+  getAttributes?(): Record<string, { type?: unknown; field?: string; primaryKey?: boolean }>;
+  readonly primaryKeyAttributes?: readonly string[];
+  getTableName?(): string | { tableName: string; schema?: string };
+}
+
+/**
+ * One change as capture saw it: what `extend` is handed, and what the envelope is made of.
+ */
+export interface CapturedChange {
+  /** The model's label, `{app}.{ModelName}` (`shop.Order`). */
+  readonly model: string;
+  readonly operation: CaptureOperation;
+  /** The key: its value, or an object of its fields for a composite key. */
+  readonly pk: unknown;
+  /** The fields the caller set, without the ORM's timestamps; null when not known and for inserts and deletes. */
+  readonly changed: readonly string[] | null;
+  readonly before: Record<string, unknown> | null;
+  readonly after: Record<string, unknown> | null;
+  readonly occurredAt: Date;
+}
+
+/** What an `extend` function adds to one change's event. */
+export interface ChangeExtension {
+  /** Keys added to the envelope (never one of its own: `ValidationError`). */
+  readonly payload?: Record<string, unknown>;
+  /** The event's headers. */
+  readonly headers?: Record<string, string>;
+}
+
+/** Options of {@link capture}. */
+export interface CaptureOptions {
+  /**
+   * The `{app}` part of the topic and the label (`shop` in `shop.order.updated`). Declared
+   * here because a Sequelize model belongs to no app; needed when `topic` or `orderingKey`
+   * name `{app}` (the defaults do).
+   */
+  readonly app?: string;
+  /**
+   * The operations captured.
+   * @defaultValue `['inserted', 'updated', 'deleted']`
+   */
+  readonly operations?: readonly CaptureOperation[];
+  /**
+   * What an event holds of its row; see {@link CapturePayload}.
+   * @defaultValue `'after'`
+   */
+  readonly payload?: CapturePayload;
+  /** The attributes an event holds. @defaultValue every attribute of the model */
+  readonly fields?: readonly string[];
+  /** Attributes left out of the default ones (a password hash, a token) — not with `fields`. */
+  readonly exclude?: readonly string[];
+  /**
+   * A template of `{app}`, `{model}` (the model's name in lower case), `{table}` and
+   * `{operation}`. Lower case, dots between parts, so topic patterns (`shop.order.*`) match.
+   * @defaultValue `'{app}.{model}.{operation}'`
+   */
+  readonly topic?: string;
+  /**
+   * A template of `{label}` (`shop.Order`), `{pk}` (a composite key's parts joined by `:`),
+   * `{app}`, `{model}` and `{table}`, or `null` for no ordering. Over 255 characters a key
+   * keeps its start and ends with `#` and the SHA-256 of the whole key.
+   * @defaultValue `'{label}:{pk}'`: one row's events are delivered in order
+   */
+  readonly orderingKey?: string | null;
+  /** A function of the change giving what its event adds; runs at the write, in its transaction. */
+  readonly extend?: (
+    change: CapturedChange,
+  ) => ChangeExtension | undefined | Promise<ChangeExtension | undefined>;
+  /** A function of one statement's changes giving each one's extension, in order; not with `extend`. */
+  readonly extendMany?: (
+    changes: readonly CapturedChange[],
+  ) => readonly (ChangeExtension | undefined)[] | Promise<readonly (ChangeExtension | undefined)[]>;
+}
+
+/** What {@link capture} returns: a declaration for `defineOutbox({ capture: [...] })`. */
+export interface CaptureDefinition {
+  readonly [CAPTURE]: true;
+  readonly model: CapturableModel;
+  readonly options: CaptureOptions;
+  /** A copy with other options (a model refining its base's capture); checked the same way. */
+  replace(options: CaptureOptions): CaptureDefinition;
+}
+
+/** One capture, resolved: what the hooks need, computed once. */
+export interface ResolvedCapture {
+  readonly model: CapturableModel;
+  /** `{app}.{ModelName}`, the envelope's `model`. */
+  readonly label: string;
+  readonly app: string | undefined;
+  readonly table: string;
+  readonly operations: ReadonlySet<CaptureOperation>;
+  readonly payload: CapturePayload;
+  /** The attributes an event holds, in declaration order. */
+  readonly fields: readonly string[];
+  readonly primaryKey: readonly string[];
+  /** The topic (event name) of each captured operation. */
+  readonly topics: Readonly<Partial<Record<CaptureOperation, string>>>;
+  /** The ordering-key template, or null for none. */
+  readonly orderingKey: string | null;
+  readonly extend: CaptureOptions['extend'];
+  readonly extendMany: CaptureOptions['extendMany'];
+}
+
+/** Whether a value was made by {@link capture}. */
+export function isCaptureDefinition(value: unknown): value is CaptureDefinition {
+  return (
+    typeof value === 'object' &&
+    value !== null &&
+    (value as Record<symbol, unknown>)[CAPTURE] === true
+  );
+}
+
+const TOPIC_PARTS = ['app', 'model', 'table', 'operation'] as const;
+const KEY_PARTS = ['label', 'pk', 'app', 'model', 'table'] as const;
+const OPTION_NAMES = [
+  'app',
+  'operations',
+  'payload',
+  'fields',
+  'exclude',
+  'topic',
+  'orderingKey',
+  'extend',
+  'extendMany',
+] as const;
+
+/**
+ * Capture a Sequelize model's changes: every ORM write of it (`create`, `save`, `update`,
+ * `destroy`, `bulkCreate`, …) writes one event per changed row, in the write's own
+ * transaction, whose payload is the change envelope (`model`, `operation`, `pk`,
+ * `changed`, `before`, `after`, `occurred_at`). The model must be defined (its attributes
+ * known) before the config is declared; `installCapture(outbox)` adds the hooks.
+ *
+ * @example
+ * ```ts
+ * capture(Order, { app: 'shop', payload: 'beforeAndAfter', exclude: ['secret'] })
+ * // topics shop.order.inserted, shop.order.updated, shop.order.deleted
+ * ```
+ * @throws {ConfigurationError} naming the model and the option at fault.
+ */
+export function capture(model: CapturableModel, options: CaptureOptions = {}): CaptureDefinition {
+  checkCapture(model, options);
+  const definition: CaptureDefinition = {
+    [CAPTURE]: true,
+    model,
+    options,
+    replace(other) {
+      const merged: Record<string, unknown> = { ...options };
+      if ('fields' in other) delete merged.exclude;
+      if ('exclude' in other) delete merged.fields;
+      if ('extend' in other) delete merged.extendMany;
+      if ('extendMany' in other) delete merged.extend;
+      return capture(model, { ...merged, ...other } as CaptureOptions);
+    },
+  };
+  return Object.freeze(definition);
+}
+
+function fail(model: CapturableModel, option: string, message: string): never {
+  const name = typeof model?.name === 'string' ? model.name : String(model);
+  throw new ConfigurationError(`capture(${name}).${option} ${message}`, {
+    path: `capture(${name}).${option}`,
+  });
+}
+
+function attributesOf(model: CapturableModel): Record<string, { type?: unknown }> {
+  const attributes = typeof model?.getAttributes === 'function' ? model.getAttributes() : undefined;
+  if (!attributes || Object.keys(attributes).length === 0) {
+    throw new ConfigurationError(
+      `capture(${model?.name ?? String(model)}) needs a Sequelize model defined (sequelize.define or Model.init) before the config is declared: it has no attributes`,
+      { path: `capture(${model?.name})` },
+    );
+  }
+  return attributes;
+}
+
+function checkCapture(model: CapturableModel, options: CaptureOptions): void {
+  const attributes = attributesOf(model);
+  const names = Object.keys(attributes);
+  if (typeof options !== 'object' || options === null) fail(model, 'options', 'must be an object');
+  for (const key of Object.keys(options)) {
+    if (!(OPTION_NAMES as readonly string[]).includes(key)) {
+      fail(model, key, `is not an option of capture (known: ${OPTION_NAMES.join(', ')})`);
+    }
+  }
+  if (options.fields !== undefined && options.exclude !== undefined) {
+    fail(model, 'fields', 'takes fields or exclude, not both');
+  }
+  if (options.extend !== undefined && options.extendMany !== undefined) {
+    fail(model, 'extend', 'takes extend or extendMany, not both');
+  }
+  for (const option of ['extend', 'extendMany'] as const) {
+    if (options[option] !== undefined && typeof options[option] !== 'function') {
+      fail(model, option, 'must be a function');
+    }
+  }
+  for (const option of ['fields', 'exclude'] as const) {
+    const list = options[option];
+    if (list === undefined) continue;
+    if (!Array.isArray(list)) fail(model, option, 'must be an array of attribute names');
+    for (const field of list) {
+      if (!names.includes(field)) {
+        fail(
+          model,
+          option,
+          `names "${String(field)}", which ${model.name} does not have (its attributes: ${names.join(', ')})`,
+        );
+      }
+    }
+  }
+  if (options.operations !== undefined) {
+    if (!Array.isArray(options.operations) || options.operations.length === 0) {
+      fail(model, 'operations', 'must be a non-empty array of "inserted", "updated", "deleted"');
+    }
+    for (const op of options.operations) {
+      if (!CAPTURE_OPERATIONS.includes(op)) {
+        fail(
+          model,
+          'operations',
+          `names "${String(op)}"; the operations are "inserted", "updated" and "deleted"`,
+        );
+      }
+    }
+  }
+  if (
+    options.payload !== undefined &&
+    !['keys', 'after', 'beforeAndAfter'].includes(options.payload)
+  ) {
+    fail(
+      model,
+      'payload',
+      `must be "keys", "after" or "beforeAndAfter" (got ${JSON.stringify(options.payload)})`,
+    );
+  }
+  if (options.app !== undefined && (typeof options.app !== 'string' || options.app === '')) {
+    fail(model, 'app', 'must be a non-empty string');
+  }
+  const topic = options.topic ?? '{app}.{model}.{operation}';
+  if (typeof topic !== 'string') fail(model, 'topic', 'must be a template string');
+  checkTemplate(model, 'topic', topic, TOPIC_PARTS, options.app);
+  if (!topic.includes('{operation}') && (options.operations?.length ?? 3) > 1) {
+    fail(
+      model,
+      'topic',
+      `"${topic}" must name {operation}: each captured operation is an event of its own`,
+    );
+  }
+  if (options.orderingKey !== undefined && options.orderingKey !== null) {
+    if (typeof options.orderingKey !== 'string') {
+      fail(model, 'orderingKey', 'must be a template string or null');
+    }
+    checkTemplate(model, 'orderingKey', options.orderingKey, KEY_PARTS, options.app);
+  } else if (options.orderingKey === undefined && options.app === undefined) {
+    fail(
+      model,
+      'app',
+      'is needed: the default ordering key {label}:{pk} names the app (pass app: "shop", or orderingKey)',
+    );
+  }
+}
+
+function checkTemplate(
+  model: CapturableModel,
+  option: string,
+  template: string,
+  parts: readonly string[],
+  app: string | undefined,
+): void {
+  for (const match of template.matchAll(/\{([^}]*)\}/g)) {
+    const part = match[1] ?? '';
+    if (!parts.includes(part)) {
+      fail(
+        model,
+        option,
+        `"${template}" names {${part}}; a ${option} template names ${parts.map((p) => `{${p}}`).join(', ')}`,
+      );
+    }
+    if ((part === 'app' || part === 'label') && app === undefined) {
+      fail(
+        model,
+        'app',
+        `is needed: ${option} "${template}" names {${part}}, and a Sequelize model belongs to no app (pass app: "shop")`,
+      );
+    }
+  }
+}
+
+function tableOf(model: CapturableModel): string {
+  const table = model.getTableName?.();
+  if (typeof table === 'string') return table;
+  return table?.tableName ?? model.name;
+}
+
+function fill(template: string, parts: Record<string, string>): string {
+  return template.replace(/\{([^}]*)\}/g, (_, part: string) => parts[part] ?? '');
+}
+
+/** Resolve a checked capture: its fields, keys and one topic per captured operation. */
+export function resolveCapture(definition: CaptureDefinition): ResolvedCapture {
+  const { model, options } = definition;
+  const attributes = attributesOf(model);
+  const names = Object.keys(attributes);
+  const fields = options.fields
+    ? names.filter((n) => options.fields!.includes(n))
+    : names.filter((n) => !(options.exclude ?? []).includes(n));
+  const table = tableOf(model);
+  const app = options.app;
+  const parts = {
+    app: app ?? '',
+    model: model.name.toLowerCase(),
+    table,
+  };
+  const operations = new Set(options.operations ?? CAPTURE_OPERATIONS);
+  const topics: Partial<Record<CaptureOperation, string>> = {};
+  for (const operation of operations) {
+    topics[operation] = fill(options.topic ?? '{app}.{model}.{operation}', {
+      ...parts,
+      operation,
+    });
+  }
+  const primaryKey = model.primaryKeyAttributes?.length
+    ? [...model.primaryKeyAttributes]
+    : names.filter((n) => (attributes[n] as { primaryKey?: boolean }).primaryKey);
+  if (primaryKey.length === 0) {
+    fail(model, 'model', 'has no primary key; a captured row is named by its key');
+  }
+  return {
+    model,
+    label: app === undefined ? model.name : `${app}.${model.name}`,
+    app,
+    table,
+    operations,
+    payload: options.payload ?? 'after',
+    fields,
+    primaryKey,
+    topics,
+    orderingKey: options.orderingKey === undefined ? '{label}:{pk}' : options.orderingKey,
+    extend: options.extend,
+    extendMany: options.extendMany,
+  };
+}
+
+/** The JSON form's zod type of one Sequelize attribute type (by its `key`), nullable. */
+function attributeSchema(type: unknown): z.ZodType {
+  const key = (type as { key?: string } | undefined)?.key ?? '';
+  switch (key) {
+    case 'INTEGER':
+    case 'SMALLINT':
+    case 'MEDIUMINT':
+    case 'TINYINT':
+      return z.number().nullable();
+    case 'FLOAT':
+    case 'DOUBLE':
+    case 'REAL':
+      return z.union([z.number(), z.enum(['NaN', 'Infinity', '-Infinity'])]).nullable();
+    case 'BOOLEAN':
+      return z.boolean().nullable();
+    case 'STRING':
+    case 'TEXT':
+    case 'CHAR':
+    case 'CITEXT':
+    case 'UUID':
+    case 'ENUM':
+    case 'DECIMAL':
+    case 'BIGINT':
+    case 'DATE':
+    case 'DATEONLY':
+    case 'TIME':
+    case 'BLOB':
+      return z.string().nullable();
+    default:
+      return z.unknown();
+  }
+}
+
+/**
+ * The payload schema of a captured topic: the envelope, its `before`/`after` objects of
+ * the captured attributes in their JSON form (so the catalogue lists them and a removed
+ * attribute is a breaking change there).
+ */
+export function envelopeSchema(resolved: ResolvedCapture): z.ZodType {
+  const attributes = attributesOf(resolved.model);
+  const shape: Record<string, z.ZodType> = {};
+  for (const field of resolved.fields) shape[field] = attributeSchema(attributes[field]?.type);
+  const row = z.object(shape).nullable().optional();
+  return z.looseObject({
+    model: z.string(),
+    operation: z.enum(['inserted', 'updated', 'deleted']),
+    pk: z.unknown(),
+    changed: z.array(z.string()).nullable(),
+    before: row,
+    after: row,
+    occurred_at: z.string(),
+  });
+}
+
+/** The declared events of a capture: one per captured operation, named by its topic. */
+export function captureEvents(resolved: ResolvedCapture): ResolvedEvent[] {
+  const schema = envelopeSchema(resolved);
+  return Object.entries(resolved.topics).map(([operation, topic]) => ({
+    name: topic as string,
+    version: 1,
+    schema,
+    retention: undefined,
+    description: `A ${resolved.label} row ${operation} (change capture)`,
+    upgrade: undefined,
+  }));
+}
