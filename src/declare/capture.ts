@@ -11,7 +11,7 @@
  */
 import { z } from 'zod';
 import { ConfigurationError } from '../errors/outbox-error.js';
-import type { ResolvedEvent } from './define-outbox.js';
+import type { ResolvedEvent } from './event.js';
 
 const CAPTURE = Symbol.for('outboxkit.capture');
 

@@ -12,6 +12,7 @@ import { type Duration, durationSchema, durationSeconds } from './duration.js';
 import {
   type EventDefinition,
   isEventDefinition,
+  type ResolvedEvent,
   type Retention,
   rawEventOptions,
 } from './event.js';
@@ -56,16 +57,8 @@ export interface OutboxConfigInput<E extends Record<string, EventDefinition>> {
   readonly capture?: readonly CaptureDefinition[];
 }
 
-/** One declared event, resolved. */
-export interface ResolvedEvent {
-  readonly name: string;
-  readonly version: number;
-  readonly schema: z.ZodType;
-  readonly retention: Retention | undefined;
-  readonly description: string | undefined;
-  /** Brings an older row's payload to this version before it is decoded. */
-  readonly upgrade: ((payload: JsonValue, fromVersion: number) => unknown) | undefined;
-}
+/** One declared event, resolved (declared in event.ts, where capture.ts can read it too). */
+export type { ResolvedEvent } from './event.js';
 
 /**
  * When a scheduled receiver's delivery comes due: a delay counted from the event's

@@ -88,3 +88,14 @@ export function isEventDefinition(value: unknown): value is EventDefinition {
 export function rawEventOptions(definition: EventDefinition): unknown {
   return (definition as unknown as { rawOptions: unknown }).rawOptions;
 }
+
+/** One declared event, resolved by `defineOutbox`: what the runtime routes and decodes by. */
+export interface ResolvedEvent {
+  readonly name: string;
+  readonly version: number;
+  readonly schema: z.ZodType;
+  readonly retention: Retention | undefined;
+  readonly description: string | undefined;
+  /** Brings an older row's payload to this version before it is decoded. */
+  readonly upgrade: ((payload: JsonValue, fromVersion: number) => unknown) | undefined;
+}
