@@ -136,6 +136,13 @@ export {
   SCOPE_HEADER_PREFIX,
   suppressed,
 } from './scope/index.js';
+export {
+  EVENT_ID_HEADER,
+  getBody,
+  getHeaders,
+  getKey,
+  TOPIC_HEADER,
+} from './transports/message.js';
 export type {
   InProcessWakeupOptions,
   ListenNotifyOptions,

@@ -1,0 +1,44 @@
+/**
+ * What every transport sends, in one place, so a Kafka record, a RabbitMQ message, a
+ * Redis Streams entry and a webhook request carry the same event the same way (the
+ * topic-outbox reference's "Deliveries"), and a custom `OutboxDelivery` can send it too:
+ *
+ * - the body: the payload's JSON, encoded by the outbox's codec (a `Date` as ISO text, a
+ *   bigint as decimal text), exactly as it is stored;
+ * - the headers: the event's own headers (a trace context among them when tracing is on),
+ *   plus `outbox-event-id` (what consumers deduplicate on) and `outbox-topic`;
+ * - the key: the ordering key, so a broker that partitions by key keeps a key's events in
+ *   one partition, in order.
+ */
+import { encodeJson } from '../codec/json.js';
+import type { OutboxEvent } from '../declare/types.js';
+
+/** The header naming the event's UUIDv7, what consumers deduplicate on. */
+export const EVENT_ID_HEADER = 'outbox-event-id';
+/** The header naming the event's topic (its declared name). */
+export const TOPIC_HEADER = 'outbox-topic';
+
+/** The message body of an event: its payload's JSON, as the outbox stores it. */
+export function getBody(event: OutboxEvent): string {
+  return encodeJson(event.payload);
+}
+
+/**
+ * The message headers of an event, as strings (a broker header is text): the event's own
+ * headers (a string as is, any other JSON value as its JSON), then `outbox-event-id` and
+ * `outbox-topic`, which always win.
+ */
+export function getHeaders(event: OutboxEvent): Record<string, string> {
+  const headers: Record<string, string> = {};
+  for (const [name, value] of Object.entries(event.headers)) {
+    headers[name] = typeof value === 'string' ? value : JSON.stringify(value);
+  }
+  headers[EVENT_ID_HEADER] = event.id;
+  headers[TOPIC_HEADER] = event.name;
+  return headers;
+}
+
+/** The message key of an event: its ordering key, or `null` for an event without one. */
+export function getKey(event: OutboxEvent): string | null {
+  return event.orderingKey;
+}
