@@ -5,6 +5,7 @@
  */
 import { createHash } from 'node:crypto';
 import type { CapturedChange, CaptureOperation, ResolvedCapture } from '../declare/capture.js';
+import { ValidationError } from '../errors/outbox-error.js';
 
 const MAX_KEY = 255;
 
@@ -73,13 +74,31 @@ function pkText(capture: ResolvedCapture, pk: unknown): string {
 
 /**
  * The ordering key of a change from the capture's template; over 255 characters its start,
- * `#` and the SHA-256 of the whole key, so a long text key still orders its own row.
+ * `#` and the SHA-256 of the whole key, so a long text key still orders its own row. A
+ * function's key is the caller's own: over 255 characters it fails the write.
  */
-export function orderingKeyOf(capture: ResolvedCapture, pk: unknown): string | undefined {
+export function orderingKeyOf(
+  capture: ResolvedCapture,
+  change: CapturedChange,
+): string | undefined {
   if (capture.orderingKey === null) return undefined;
+  if (typeof capture.orderingKey === 'function') {
+    const key = capture.orderingKey(change);
+    if (key === null || key === undefined) return undefined;
+    if (typeof key !== 'string' || key.length > MAX_KEY) {
+      const where = `capture(${capture.model.name}).orderingKey`;
+      throw new ValidationError(
+        typeof key !== 'string'
+          ? `${where} returned ${typeof key}; return a string or null`
+          : `${where} returned a key of ${key.length} characters; an ordering key has at most ${MAX_KEY} (a template's longer keys are hashed, a function's are refused)`,
+        { path: where },
+      );
+    }
+    return key;
+  }
   const parts: Record<string, string> = {
     label: capture.label,
-    pk: pkText(capture, pk),
+    pk: pkText(capture, change.pk),
     app: capture.app ?? '',
     model: capture.model.name.toLowerCase(),
     table: capture.table,

@@ -10,15 +10,17 @@
  * only — an uncaptured model is not touched and pays nothing): without a transaction the
  * write runs in one opened for it; inside one, in a SAVEPOINT, so an event that fails
  * after its row is written undoes the write even when the caller catches the error and
- * goes on in its transaction. Writes that run no hooks (`increment`/`decrement`) are
- * not captured yet (see docs/capture.md).
+ * goes on in its transaction. `increment`/`decrement` run no hooks: the wrapped static
+ * `increment` captures them. Upserts (`upsert`, `bulkCreate` with `updateOnDuplicate` /
+ * `ignoreDuplicates`) read the rows of their conflict keys (see ./conflict.ts).
  */
-import type { Sequelize, Transaction } from 'sequelize';
+import { literal, type Sequelize, type Transaction } from 'sequelize';
 import type { CaptureOperation, ResolvedCapture } from '../declare/capture.js';
 import { ConfigurationError } from '../errors/outbox-error.js';
 import { resolveTransaction } from '../fire/transaction.js';
 import type { Runtime } from '../runtime.js';
 import { runtimeOf } from '../runtime.js';
+import { bulkConflictKey, keyText, keyWhere, upsertConflictKey } from './conflict.js';
 import { changeOf } from './envelope.js';
 import { writeChanges } from './write.js';
 
@@ -39,12 +41,44 @@ interface ModelClass {
   readonly primaryKeyAttributes: string[];
   readonly _timestampAttributes: { createdAt?: string; updatedAt?: string; deletedAt?: string };
   readonly _versionAttribute?: string;
+  readonly rawAttributes: Record<string, { field?: string }>;
   addHook(type: string, name: string, fn: (...args: never[]) => unknown): void;
   findAll(options: Values): Promise<Instance[]>;
   [method: string]: unknown;
 }
 
 const WRAPPED = Symbol.for('outboxkit.capture.wrapped');
+/** The attribute a PostgreSQL read names for `xmax <> 0`: the row version ON CONFLICT DO UPDATE wrote. */
+const XMAX = '__outboxkit_updated';
+
+/** What one outbox's capture does around a model's `increment` (which runs no hooks). */
+interface IncrementCapturer {
+  before(options: Options): Promise<void>;
+  after(fields: unknown, options: Options): Promise<void>;
+}
+const incrementers = new WeakMap<object, IncrementCapturer[]>();
+function incrementCapturers(model: object): IncrementCapturer[] {
+  let list = incrementers.get(model);
+  if (!list) {
+    list = [];
+    incrementers.set(model, list);
+  }
+  return list;
+}
+
+/** The attribute names an `increment(fields, …)` sets: a name, a list, or an object of amounts. */
+function incrementedFields(model: ModelClass, fields: unknown): string[] {
+  const names =
+    typeof fields === 'string'
+      ? [fields]
+      : Array.isArray(fields)
+        ? (fields as string[])
+        : Object.keys((fields as Values | undefined) ?? {});
+  const attributes = model.rawAttributes;
+  return names.map(
+    (n) => Object.keys(attributes).find((a) => a === n || attributes[a]?.field === n) ?? n,
+  );
+}
 
 /** Transactions (and savepoints) opened by a wrapper: a write inside one opens no other. */
 const owned = new WeakSet<object>();
@@ -54,6 +88,10 @@ const bulk = new WeakSet<object>();
 const readFirst = new WeakMap<object, Map<Runtime, Instance[]>>();
 /** An instance's values before a destroy/restore (which resets them before its after hook). */
 const snapshots = new WeakMap<object, Map<Runtime, Values>>();
+/** The records of an upsert statement as given (by its options object), per outbox. */
+const given = new WeakMap<object, Map<Runtime, Values[]>>();
+/** The conflict key an upsert's values chose (by its options object), per outbox. */
+const upsertKeys = new WeakMap<object, Map<Runtime, readonly string[]>>();
 
 /**
  * Register the hooks of every model the outbox's config captures, on `sequelize` (the
@@ -118,7 +156,8 @@ function wrapWrites(model: ModelClass, sequelize: Sequelize): void {
   if ((model as unknown as Record<symbol, unknown>)[WRAPPED]) return;
   (model as unknown as Record<symbol, unknown>)[WRAPPED] = true;
   for (const [method, at] of Object.entries(STATIC_WRITES)) {
-    const original = model[method] as (...args: unknown[]) => Promise<unknown>;
+    const unwrapped = model[method] as (...args: unknown[]) => Promise<unknown>;
+    const original = method === 'increment' ? capturingIncrement(model, unwrapped) : unwrapped;
     Object.defineProperty(model, method, {
       configurable: true,
       writable: true,
@@ -133,6 +172,27 @@ function wrapWrites(model: ModelClass, sequelize: Sequelize): void {
       value: inTransaction(sequelize, original, at),
     });
   }
+}
+
+/**
+ * `Model.increment` with each outbox's capture around it: Sequelize runs no hook for an
+ * increment, so the wrapper reads the matched rows first (locked on PostgreSQL) and writes
+ * their events after the statement, in its transaction. Instance `increment` and both
+ * `decrement`s call the static `increment`, so each is captured once, here.
+ */
+function capturingIncrement(
+  model: ModelClass,
+  original: (...args: unknown[]) => Promise<unknown>,
+): (...args: unknown[]) => Promise<unknown> {
+  return async function increment(this: unknown, fields: unknown, given?: unknown) {
+    const capturers = incrementCapturers(model);
+    if (capturers.length === 0) return original.call(this, fields, given);
+    const options = { ...((given ?? {}) as Options) };
+    for (const c of capturers) await c.before(options);
+    const result = await original.call(this, fields, options);
+    for (const c of capturers) await c.after(fields, options);
+    return result;
+  };
 }
 
 /**
@@ -196,6 +256,8 @@ function addHooks(rt: Runtime, capture: ResolvedCapture, model: ModelClass): voi
     };
   };
   const postgres = rt.sequelize.getDialect() === 'postgres';
+  /** Whether an upsert's rows are read before it: for its before-image, or (SQLite) its outcome. */
+  const needsReadFirst = !postgres || capture.payload === 'beforeAndAfter';
   const readRows = (where: unknown, options: Options, lock: boolean): Promise<Instance[]> =>
     model.findAll({
       where,
@@ -205,6 +267,41 @@ function addHooks(rt: Runtime, capture: ResolvedCapture, model: ModelClass): voi
       ...(lock && postgres && options.transaction ? { lock: 'UPDATE' } : {}),
       logging: options.logging,
     });
+  /**
+   * The rows of these values' conflict keys, in the write's transaction: every attribute
+   * (`keys` mode: the keys and the conflict key, unless `whole`), on PostgreSQL locked
+   * (`lock`) or with whether ON CONFLICT updated the row (`xmax`).
+   */
+  const readByKey = async (
+    key: readonly string[],
+    rows: readonly Values[],
+    options: Options,
+    lock: boolean,
+    xmax: boolean,
+  ): Promise<Instance[]> => {
+    const where = keyWhere(key, rows);
+    if (where === null) return [];
+    const attributes =
+      capture.payload === 'keys'
+        ? [...new Set([...model.primaryKeyAttributes, ...key])]
+        : Object.keys(model.rawAttributes);
+    return model.findAll({
+      where,
+      transaction: options.transaction,
+      paranoid: false,
+      attributes: xmax ? [...attributes, [literal(`("xmax"::text <> '0')`), XMAX]] : attributes,
+      ...(lock && postgres && options.transaction ? { lock: 'UPDATE' } : {}),
+      logging: options.logging,
+    });
+  };
+  const byKey = (key: readonly string[], rows: readonly Instance[]): Map<string, Instance> => {
+    const map = new Map<string, Instance>();
+    for (const r of rows) {
+      const k = keyText(key, r.dataValues);
+      if (k !== null) map.set(k, r);
+    }
+    return map;
+  };
   const keep = <T>(store: WeakMap<object, Map<Runtime, T>>, key: object, value: T): void => {
     let map = store.get(key);
     if (!map) {
@@ -272,14 +369,121 @@ function addHooks(rt: Runtime, capture: ResolvedCapture, model: ModelClass): voi
     );
   }) as never);
 
-  // bulkCreate: one fire for all its rows
-  hook('beforeBulkCreate', ((_: unknown, options: Options) => void bulk.add(options)) as never);
-  hook('afterBulkCreate', ((instances: Instance[], options: Options) =>
-    write(
-      'inserted',
-      instances.map((i) => ({ after: i.dataValues })),
+  // bulkCreate: one fire for all its rows. With updateOnDuplicate / ignoreDuplicates the
+  // records' values are kept first (Sequelize maps RETURNING rows onto records by index,
+  // and SQLite numbers them from the last insert id: both wrong once a row conflicts),
+  // the rows of their conflict keys read before (SQLite: the outcome; PostgreSQL: only for
+  // before-images, and for ignored rows) and after the statement, in its transaction.
+  hook('beforeBulkCreate', (async (instances: Instance[], options: Options) => {
+    bulk.add(options);
+    if (!options.updateOnDuplicate && !options.ignoreDuplicates) return;
+    const rows = instances.map((i) => ({ ...i.dataValues }));
+    keep(given, options, rows);
+    if (options.ignoreDuplicates || needsReadFirst) {
+      const key = bulkConflictKey(model, options.conflictAttributes as string[] | undefined);
+      keep(readFirst, options, await readByKey(key, rows, options, true, false));
+    }
+  }) as never);
+  hook('afterBulkCreate', (async (instances: Instance[], options: Options) => {
+    if (!options.updateOnDuplicate && !options.ignoreDuplicates) {
+      return write(
+        'inserted',
+        instances.map((i) => ({ after: i.dataValues })),
+        options,
+      );
+    }
+    const key = bulkConflictKey(model, options.conflictAttributes as string[] | undefined);
+    const rows = take(given, options) ?? [];
+    const existed = byKey(key, take(readFirst, options) ?? []);
+    const xmax = postgres && Boolean(options.updateOnDuplicate);
+    const wrote = byKey(key, await readByKey(key, rows, options, false, xmax));
+    const inserted: { after: Values }[] = [];
+    const updated: { before: Values | null; after: Values; changed: string[] | null }[] = [];
+    const changed = withoutStamps(options.updateOnDuplicate);
+    for (const [i, row] of rows.entries()) {
+      const k = keyText(key, row);
+      if (k === null) {
+        // A record without its whole conflict key cannot conflict: an insert, as Sequelize returned it.
+        inserted.push({ after: instances[i]?.dataValues ?? row });
+        continue;
+      }
+      const before = existed.get(k);
+      const after = wrote.get(k);
+      if (!after) continue;
+      if (options.ignoreDuplicates) {
+        if (before === undefined) inserted.push({ after: after.dataValues });
+        continue; // an ignored row: no event
+      }
+      // PostgreSQL says what it did (xmax); SQLite serialises writers, so the read first does.
+      const wasUpdate = postgres ? after.dataValues[XMAX] === true : before !== undefined;
+      if (wasUpdate) {
+        updated.push({ before: before?.dataValues ?? null, after: after.dataValues, changed });
+      } else inserted.push({ after: after.dataValues });
+    }
+    await write('inserted', inserted, options);
+    await write('updated', updated, options);
+    return undefined;
+  }) as never);
+
+  // upsert: Sequelize tells neither dialect's outcome (created is null; SQLite's id is the
+  // last insert's), so the row of its conflict key is read after the write — and before
+  // it where needed (SQLite: the outcome; a before-image) — in its transaction; on
+  // PostgreSQL the row says whether ON CONFLICT updated it (xmax <> 0).
+  hook('beforeUpsert', (async (values: Values, options: Options) => {
+    const built = (options.instance as Instance | undefined)?.dataValues ?? {};
+    const row = { ...built, ...values };
+    const key = upsertConflictKey(model, row, options.conflictFields as string[] | undefined);
+    keep(given, options, [row]);
+    keep(upsertKeys, options, key);
+    if (needsReadFirst) keep(readFirst, options, await readByKey(key, [row], options, true, false));
+  }) as never);
+  hook('afterUpsert', (async ([instance]: [Instance], options: Options) => {
+    let key = take(upsertKeys, options) ?? model.primaryKeyAttributes;
+    let [row] = take(given, options) ?? [];
+    if (!row || keyText(key, row) === null) {
+      // No conflict key in the values: only PostgreSQL's RETURNING names the row.
+      key = model.primaryKeyAttributes;
+      row = instance.dataValues;
+    }
+    const [before] = take(readFirst, options) ?? [];
+    const [after] = await readByKey(key, [row], options, false, postgres);
+    const wasUpdate = after && postgres ? after.dataValues[XMAX] === true : before !== undefined;
+    const image = after?.dataValues ?? instance.dataValues;
+    if (!wasUpdate) return write('inserted', [{ after: image }], options);
+    return write(
+      'updated',
+      [
+        {
+          before: before?.dataValues ?? null,
+          after: image,
+          changed: withoutStamps(options.fields),
+        },
+      ],
       options,
-    )) as never);
+    );
+  }) as never);
+
+  // increment / decrement run no hooks: the wrapped static increment (which instance
+  // increment and both decrements go through) calls these around the statement.
+  incrementCapturers(model).push({
+    before: async (options) =>
+      keep(readFirst, options, await readRows(options.where, options, true)),
+    after: async (fields, options) => {
+      const rows = take(readFirst, options) ?? [];
+      const after = await reread(rows, options);
+      const changed = withoutStamps(incrementedFields(model, fields));
+      const byIndex = rows.length === after.length;
+      await write(
+        'updated',
+        after.map((a, i) => ({
+          before: byIndex ? rows[i]!.dataValues : null,
+          after: a.dataValues,
+          changed,
+        })),
+        options,
+      );
+    },
+  });
 
   // static update / destroy / restore: the rows read first (locked on PostgreSQL)
   const before = ((options: Options) => {

@@ -45,9 +45,9 @@ export async function writeChanges(
       payload[key] = value;
     }
     return {
-      name: capture.topics[change.operation]!,
+      name: topicOf(capture, change, where),
       payload,
-      orderingKey: orderingKeyOf(capture, change.pk),
+      orderingKey: orderingKeyOf(capture, change),
       occurredAt: change.occurredAt,
       ...(extension?.headers ? { headers: extension.headers } : {}),
     };
@@ -76,4 +76,17 @@ async function extensionsOf(
     return out;
   }
   return [];
+}
+
+/** The change's topic: the template's for its operation, or what the topic function gives. */
+function topicOf(capture: ResolvedCapture, change: CapturedChange, where: string): string {
+  if (!capture.topicOf) return capture.topics[change.operation]!;
+  const topic = capture.topicOf(change);
+  if (typeof topic !== 'string' || topic === '') {
+    throw new ValidationError(
+      `${where}.topic returned ${JSON.stringify(topic)}; return the name of an event declared in events`,
+      { path: `${where}.topic` },
+    );
+  }
+  return topic;
 }

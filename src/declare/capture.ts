@@ -91,15 +91,23 @@ export interface CaptureOptions {
    * A template of `{app}`, `{model}` (the model's name in lower case), `{table}` and
    * `{operation}`. Lower case, dots between parts, so topic patterns (`shop.order.*`) match.
    * @defaultValue `'{app}.{model}.{operation}'`
+   *
+   * Or a function of the change giving its topic, for a topic the row decides (a tenant's,
+   * a region's): the events it names are not declared by the capture — declare them in
+   * `events` (with the envelope's schema, or your own), so receivers and the catalogue
+   * know them; a name not declared fails the write.
    */
-  readonly topic?: string;
+  readonly topic?: string | ((change: CapturedChange) => string);
   /**
    * A template of `{label}` (`shop.Order`), `{pk}` (a composite key's parts joined by `:`),
    * `{app}`, `{model}` and `{table}`, or `null` for no ordering. Over 255 characters a key
    * keeps its start and ends with `#` and the SHA-256 of the whole key.
    * @defaultValue `'{label}:{pk}'`: one row's events are delivered in order
+   *
+   * Or a function of the change giving its key (or null); a function's key is not
+   * shortened: over 255 characters it fails the write with `ValidationError`.
    */
-  readonly orderingKey?: string | null;
+  readonly orderingKey?: string | null | ((change: CapturedChange) => string | null);
   /** A function of the change giving what its event adds; runs at the write, in its transaction. */
   readonly extend?: (
     change: CapturedChange,
@@ -131,10 +139,12 @@ export interface ResolvedCapture {
   /** The attributes an event holds, in declaration order. */
   readonly fields: readonly string[];
   readonly primaryKey: readonly string[];
-  /** The topic (event name) of each captured operation. */
+  /** The topic (event name) of each captured operation; empty when `topicOf` names them. */
   readonly topics: Readonly<Partial<Record<CaptureOperation, string>>>;
-  /** The ordering-key template, or null for none. */
-  readonly orderingKey: string | null;
+  /** The topic function, when `topic` is one: called per change at the write. */
+  readonly topicOf: ((change: CapturedChange) => string) | undefined;
+  /** The ordering-key template or function, or null for none. */
+  readonly orderingKey: string | null | ((change: CapturedChange) => string | null);
   readonly extend: CaptureOptions['extend'];
   readonly extendMany: CaptureOptions['extendMany'];
 }
@@ -274,18 +284,18 @@ function checkCapture(model: CapturableModel, options: CaptureOptions): void {
     fail(model, 'app', 'must be a non-empty string');
   }
   const topic = options.topic ?? '{app}.{model}.{operation}';
-  if (typeof topic !== 'string') fail(model, 'topic', 'must be a template string');
-  checkTemplate(model, 'topic', topic, TOPIC_PARTS, options.app);
-  if (!topic.includes('{operation}') && (options.operations?.length ?? 3) > 1) {
-    fail(
-      model,
-      'topic',
-      `"${topic}" must name {operation}: each captured operation is an event of its own`,
-    );
+  if (typeof topic === 'function') {
+    // a function of the change: its events are declared in `events`, checked at the write
+  } else if (typeof topic !== 'string') {
+    fail(model, 'topic', 'must be a template string or a function of the change');
+  } else {
+    checkTopicTemplate(model, topic, options);
   }
-  if (options.orderingKey !== undefined && options.orderingKey !== null) {
+  if (typeof options.orderingKey === 'function') {
+    // a function of the change: its key is checked at the write
+  } else if (options.orderingKey !== undefined && options.orderingKey !== null) {
     if (typeof options.orderingKey !== 'string') {
-      fail(model, 'orderingKey', 'must be a template string or null');
+      fail(model, 'orderingKey', 'must be a template string, a function of the change, or null');
     }
     checkTemplate(model, 'orderingKey', options.orderingKey, KEY_PARTS, options.app);
   } else if (options.orderingKey === undefined && options.app === undefined) {
@@ -293,6 +303,17 @@ function checkCapture(model: CapturableModel, options: CaptureOptions): void {
       model,
       'app',
       'is needed: the default ordering key {label}:{pk} names the app (pass app: "shop", or orderingKey)',
+    );
+  }
+}
+
+function checkTopicTemplate(model: CapturableModel, topic: string, options: CaptureOptions): void {
+  checkTemplate(model, 'topic', topic, TOPIC_PARTS, options.app);
+  if (!topic.includes('{operation}') && (options.operations?.length ?? 3) > 1) {
+    fail(
+      model,
+      'topic',
+      `"${topic}" must name {operation}: each captured operation is an event of its own`,
     );
   }
 }
@@ -350,8 +371,9 @@ export function resolveCapture(definition: CaptureDefinition): ResolvedCapture {
   };
   const operations = new Set(options.operations ?? CAPTURE_OPERATIONS);
   const topics: Partial<Record<CaptureOperation, string>> = {};
-  for (const operation of operations) {
-    topics[operation] = fill(options.topic ?? '{app}.{model}.{operation}', {
+  const topicOf = typeof options.topic === 'function' ? options.topic : undefined;
+  for (const operation of topicOf ? [] : operations) {
+    topics[operation] = fill((options.topic as string | undefined) ?? '{app}.{model}.{operation}', {
       ...parts,
       operation,
     });
@@ -372,6 +394,7 @@ export function resolveCapture(definition: CaptureDefinition): ResolvedCapture {
     fields,
     primaryKey,
     topics,
+    topicOf,
     orderingKey: options.orderingKey === undefined ? '{label}:{pk}' : options.orderingKey,
     extend: options.extend,
     extendMany: options.extendMany,
