@@ -63,7 +63,9 @@ const factory: TransportFactory = async () => {
     },
     failDestination: async () => proxy.cut(),
     restoreDestination: async () => proxy.restore(),
-    failEvents: async (ids) => void ids.forEach((id) => refused.add(id)),
+    failEvents: async (ids) => {
+      for (const id of ids) refused.add(id);
+    },
     stallDestination: async () => proxy.stall(),
     cleanup: () => proxy.close(),
   };
