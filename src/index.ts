@@ -143,12 +143,15 @@ export {
   getKey,
   TOPIC_HEADER,
 } from './transports/message.js';
+export type { RabbitmqOptions } from './transports/rabbitmq/index.js';
+export { ORDERING_KEY_HEADER, rabbitmq } from './transports/rabbitmq/index.js';
 export type {
   InProcessWakeupOptions,
   ListenNotifyOptions,
   OutboxWakeup,
+  RabbitmqWakeupOptions,
   WakeupCapabilities,
   WakeupConnection,
   WakeupListenContext,
 } from './wakeups/index.js';
-export { inProcessWakeup, listenNotifyWakeup } from './wakeups/index.js';
+export { inProcessWakeup, listenNotifyWakeup, rabbitmqWakeup } from './wakeups/index.js';

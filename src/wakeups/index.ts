@@ -2,6 +2,8 @@ export type { InProcessWakeupOptions } from './in-process.js';
 export { inProcessWakeup } from './in-process.js';
 export type { ListenNotifyOptions } from './listen-notify.js';
 export { listenNotifyWakeup } from './listen-notify.js';
+export type { RabbitmqWakeupOptions } from './rabbitmq.js';
+export { rabbitmqWakeup } from './rabbitmq.js';
 export type {
   OutboxWakeup,
   WakeupCapabilities,
