@@ -144,6 +144,18 @@ export {
   TOPIC_HEADER,
 } from './transports/message.js';
 export type {
+  RedisStreamMessage,
+  RedisStreamsClient,
+  RedisStreamsOptions,
+  RedisStreamsPipeline,
+} from './transports/redis-streams/index.js';
+export {
+  parseRedisStreamEntry,
+  REDIS_STREAM_FIELDS,
+  redisStreamFields,
+  redisStreams,
+} from './transports/redis-streams/index.js';
+export type {
   InProcessWakeupOptions,
   ListenNotifyOptions,
   OutboxWakeup,
