@@ -159,8 +159,10 @@ export type {
   InProcessWakeupOptions,
   ListenNotifyOptions,
   OutboxWakeup,
+  RedisWakeupClient,
+  RedisWakeupOptions,
   WakeupCapabilities,
   WakeupConnection,
   WakeupListenContext,
 } from './wakeups/index.js';
-export { inProcessWakeup, listenNotifyWakeup } from './wakeups/index.js';
+export { inProcessWakeup, listenNotifyWakeup, redisWakeup } from './wakeups/index.js';

@@ -2,6 +2,8 @@ export type { InProcessWakeupOptions } from './in-process.js';
 export { inProcessWakeup } from './in-process.js';
 export type { ListenNotifyOptions } from './listen-notify.js';
 export { listenNotifyWakeup } from './listen-notify.js';
+export type { RedisWakeupClient, RedisWakeupOptions } from './redis.js';
+export { redisWakeup } from './redis.js';
 export type {
   OutboxWakeup,
   WakeupCapabilities,

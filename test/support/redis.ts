@@ -29,7 +29,9 @@ export async function redisProxy(target: URL = new URL(REDIS_URL)) {
   let mode: 'up' | 'down' | 'stalled' = 'up';
   let turns = 0;
   let lastFrom: 'client' | 'server' = 'server';
+  let connections = 0;
   const server: Server = createServer((client) => {
+    connections += 1;
     if (mode === 'down') {
       client.destroy();
       return;
@@ -71,6 +73,8 @@ export async function redisProxy(target: URL = new URL(REDIS_URL)) {
     restore() {
       mode = 'up';
     },
+    /** How many connections clients opened (or tried to, while cut) so far. */
+    connections: () => connections,
     /** Round trips since the last call (see above). */
     takeTurns() {
       const n = turns;

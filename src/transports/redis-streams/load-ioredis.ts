@@ -28,16 +28,11 @@ export async function loadIoRedis(who: string): Promise<IoRedisClass> {
 }
 
 /**
- * Where a Redis URL points, for messages: host and port only, since the URL may carry a
- * password (`redis://:secret@host`) and no secret may reach a log line or `last_error`.
+ * A Redis URL fit for a message: without its user and password (`redis://:secret@host`)
+ * and its query, since no secret may reach a log line or `last_error`.
  */
 export function redactRedisUrl(url: string): string {
-  try {
-    const u = new URL(url);
-    return `${u.protocol}//${u.hostname}${u.port ? `:${u.port}` : ''}`;
-  } catch {
-    return '(an unparsable URL)';
-  }
+  return url.replace(/^([a-z][a-z0-9+.-]*:\/\/)?[^@/]*@/i, '$1').replace(/\?.*$/, '');
 }
 
 /** Refuse a URL that is not `redis://` or `rediss://`, before anything connects. */
