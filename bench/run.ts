@@ -5,6 +5,7 @@
  *   npm run bench                              # everything (about 3 minutes)
  *   npm run bench -- --only drain,latency      # some of: environment, explain, drain, latency, write
  *   npm run bench -- --events 20000            # a smaller backlog for the drains
+ *   npm run bench -- --only redis-streams      # relay to Redis Streams vs a raw ioredis loop
  *   npm run bench -- --receivers noop-handler,bare-handler --relays 4
  *   npm run bench -- --only latency --systems outboxkit,bare --rate 1000
  *   npm run bench -- --only drain --receivers noop-handler --experiment async-commit-handlers
@@ -22,6 +23,7 @@ import { benchLatency, type LatencySystem } from './latency.js';
 import { ensurePeers } from './peers/install.js';
 import { EXPERIMENTS, type Experiment } from './protocol.js';
 import { benchPrune } from './prune.js';
+import { benchRedisStreams } from './redis-streams.js';
 import { benchWriteCost } from './write-cost.js';
 
 const DRAIN_KINDS: readonly DrainKind[] = [
@@ -131,6 +133,9 @@ async function main(): Promise<void> {
       histories,
       repeats: positiveInt('prune-repeats', values['prune-repeats']),
     });
+  }
+  if (only.has('redis-streams')) {
+    await benchRedisStreams({ events, batchSize });
   }
   if (only.has('write')) {
     const iterations = positiveInt('iterations', values.iterations);

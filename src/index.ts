@@ -146,12 +146,31 @@ export {
 export type { RabbitmqOptions } from './transports/rabbitmq/index.js';
 export { ORDERING_KEY_HEADER, rabbitmq } from './transports/rabbitmq/index.js';
 export type {
+  RedisStreamMessage,
+  RedisStreamsClient,
+  RedisStreamsOptions,
+  RedisStreamsPipeline,
+} from './transports/redis-streams/index.js';
+export {
+  parseRedisStreamEntry,
+  REDIS_STREAM_FIELDS,
+  redisStreamFields,
+  redisStreams,
+} from './transports/redis-streams/index.js';
+export type {
   InProcessWakeupOptions,
   ListenNotifyOptions,
   OutboxWakeup,
   RabbitmqWakeupOptions,
+  RedisWakeupClient,
+  RedisWakeupOptions,
   WakeupCapabilities,
   WakeupConnection,
   WakeupListenContext,
 } from './wakeups/index.js';
-export { inProcessWakeup, listenNotifyWakeup, rabbitmqWakeup } from './wakeups/index.js';
+export {
+  inProcessWakeup,
+  listenNotifyWakeup,
+  rabbitmqWakeup,
+  redisWakeup,
+} from './wakeups/index.js';

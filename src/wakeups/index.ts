@@ -4,6 +4,8 @@ export type { ListenNotifyOptions } from './listen-notify.js';
 export { listenNotifyWakeup } from './listen-notify.js';
 export type { RabbitmqWakeupOptions } from './rabbitmq.js';
 export { rabbitmqWakeup } from './rabbitmq.js';
+export type { RedisWakeupClient, RedisWakeupOptions } from './redis.js';
+export { redisWakeup } from './redis.js';
 export type {
   OutboxWakeup,
   WakeupCapabilities,

@@ -1,0 +1,232 @@
+import type { Redis as IoRedis } from 'ioredis';
+import type {
+  DeliveryItem,
+  DeliveryResult,
+  OutboxDelivery,
+  OutboxEvent,
+} from '../../declare/types.js';
+import { ConfigurationError } from '../../errors/outbox-error.js';
+import { redisStreamFields } from './entry.js';
+import { checkRedisUrl, loadIoRedis, quitOrDrop } from './load-ioredis.js';
+
+/**
+ * What the transport needs of a Redis client: a pipeline of `XADD`s. An ioredis `Redis`
+ * is one; typed by shape so `outboxkit`'s types do not need ioredis installed.
+ */
+export interface RedisStreamsClient {
+  pipeline(): RedisStreamsPipeline;
+}
+
+/** The part of an ioredis pipeline the transport uses. */
+export interface RedisStreamsPipeline {
+  xadd(key: string, ...args: (string | number)[]): unknown;
+  /** One `[error, reply]` per queued command, in order (ioredis's `exec()`). */
+  exec(): Promise<[error: Error | null, reply: unknown][] | null>;
+}
+
+/** Options of {@link redisStreams}. Give `url` or `client`, not both. */
+export interface RedisStreamsOptions {
+  /**
+   * Where Redis is (`redis://[:password@]host:port[/db]`, `rediss://` for TLS). The
+   * transport opens its own ioredis connection on the first send and closes it in
+   * `close()`. The connection fails a send fast while Redis is unreachable (one reconnect
+   * per command, no replay of unanswered commands after a reconnect), so the relay records
+   * the failure and retries with its own backoff instead of the client queueing silently.
+   */
+  readonly url?: string;
+  /**
+   * An ioredis client of your own (your TLS, Sentinel, retry settings). Used as it is and
+   * never closed by `close()`: its lifetime is yours.
+   */
+  readonly client?: RedisStreamsClient;
+  /**
+   * The stream each event is added to: a name, or a function of the event (a stream per
+   * tenant, per aggregate). The reference's default is the event's topic, so each event
+   * name is its own stream and consumers subscribe by name.
+   * @defaultValue the event's name (`shop.OrderPlaced`)
+   */
+  readonly stream?: string | ((event: OutboxEvent) => string);
+  /**
+   * Trim each stream to about this many entries (`XADD … MAXLEN ~ maxLength`). Approximate
+   * trimming keeps at least `maxLength` and removes only whole internal nodes, which costs
+   * next to nothing; exact trimming would cost on every add. Unbounded when omitted: a
+   * stream then grows until consumers `XTRIM` or `XDEL` it.
+   * @defaultValue no trimming
+   */
+  readonly maxLength?: number;
+  /** A name for logs and the catalogue. @defaultValue `'redis-streams'` */
+  readonly name?: string;
+}
+
+/**
+ * The ioredis settings of a connection the transport opens from a `url`: a send fails
+ * fast while Redis is unreachable (the relay retries, with its own backoff), and a command
+ * left unanswered by a lost connection fails rather than being replayed later, when the
+ * relay may already have recorded it failed (that would be a duplicate, never a loss).
+ */
+const OWN_CONNECTION = {
+  maxRetriesPerRequest: 1,
+  autoResendUnfulfilledCommands: false,
+  connectionName: 'outboxkit-redis-streams',
+} as const;
+
+/**
+ * A transport that adds each event to a Redis stream: one `XADD` per event, a batch sent
+ * through ONE pipeline (one round trip; no MULTI, since each item succeeds or fails on its
+ * own), the stream trimmed approximately to `maxLength`. Each entry carries the fields of
+ * {@link REDIS_STREAM_FIELDS} — `id` (the event id consumers deduplicate on), `topic`,
+ * `ordering_key`, `headers` (JSON) and `payload` (JSON) — under an id Redis assigns, so a
+ * stream's entries are in the order they were added: a key's events, which the relay sends
+ * one per batch in sequence order, stay in order in their stream.
+ *
+ * Each item's result is its own reply from the pipeline: an item Redis refused (a stream
+ * key holding another type) fails alone. A lost connection fails the whole batch, and
+ * nothing is reported sent that Redis did not acknowledge. ioredis is an optional peer
+ * dependency, loaded on the first send.
+ *
+ * @example
+ * ```ts
+ * receiver(AnyEvent, { deliver: redisStreams({ url: 'redis://localhost:6379', maxLength: 100_000 }) })
+ * ```
+ * @throws ConfigurationError when neither or both of `url` and `client` are given, the URL
+ *   is not `redis://`/`rediss://`, `stream` is empty, or `maxLength` is not an integer ≥ 1.
+ */
+export function redisStreams(options: RedisStreamsOptions): OutboxDelivery {
+  const who = 'redisStreams';
+  if ((options.url === undefined) === (options.client === undefined)) {
+    throw new ConfigurationError(
+      `${who}() takes a url or a client, exactly one (got ${options.url === undefined ? 'neither' : 'both'})`,
+    );
+  }
+  const url = options.url === undefined ? undefined : checkRedisUrl(who, options.url);
+  const { stream, maxLength } = options;
+  if (stream !== undefined && typeof stream !== 'function' && !isStreamName(stream)) {
+    throw new ConfigurationError(
+      `${who}({ stream }) must be a non-empty string or a function of the event (got ${JSON.stringify(stream)})`,
+    );
+  }
+  if (maxLength !== undefined && !(Number.isInteger(maxLength) && maxLength >= 1)) {
+    throw new ConfigurationError(`${who}({ maxLength }) must be an integer ≥ 1 (got ${maxLength})`);
+  }
+  const trim: readonly (string | number)[] =
+    maxLength === undefined ? [] : ['MAXLEN', '~', maxLength];
+  const streamOf = (event: OutboxEvent): string => {
+    const name = typeof stream === 'function' ? stream(event) : (stream ?? event.name);
+    if (!isStreamName(name))
+      throw new ConfigurationError(
+        `${who}({ stream }) gave ${JSON.stringify(name)} for event ${event.id} (${event.name}); a stream name is a non-empty string`,
+      );
+    return name;
+  };
+
+  let client: RedisStreamsClient | undefined = options.client;
+  /** The connection opened from `url`; ours to close. */
+  let own: IoRedis | undefined;
+  let opening: Promise<RedisStreamsClient> | undefined;
+  let closed = false;
+
+  const connection = (): Promise<RedisStreamsClient> => {
+    if (client) return Promise.resolve(client);
+    opening ??= (async () => {
+      const Redis = await loadIoRedis(`${who}()`);
+      if (closed) throw closedError();
+      own = new Redis(url!, OWN_CONNECTION);
+      // Without a listener ioredis prints every connection error to the console; a lost
+      // connection shows up instead as the failed sends the relay records and retries.
+      own.on('error', () => {});
+      client = own;
+      return own;
+    })().finally(() => {
+      opening = undefined;
+    });
+    return opening;
+  };
+
+  return {
+    name: options.name ?? 'redis-streams',
+    async deliverBatch(
+      items: readonly DeliveryItem[],
+      { signal },
+    ): Promise<readonly DeliveryResult[]> {
+      // Stopping or timed out before anything was sent: send nothing.
+      if (signal.aborted) return items.map(() => ({ status: 'failed', error: signal.reason }));
+      if (closed) throw closedError();
+      const redis = await abortable(connection(), signal);
+      const pipeline = redis.pipeline();
+      // The item each pipeline reply belongs to; an item whose stream could not be named is
+      // not sent and fails alone.
+      const results: DeliveryResult[] = new Array(items.length);
+      const queued: number[] = [];
+      items.forEach(({ event }, i) => {
+        let key: string;
+        try {
+          key = streamOf(event);
+        } catch (error) {
+          results[i] = { status: 'failed', error };
+          return;
+        }
+        pipeline.xadd(key, ...trim, '*', ...redisStreamFields(event));
+        queued.push(i);
+      });
+      if (queued.length === 0) return results;
+      const replies = await abortable(pipeline.exec(), signal);
+      queued.forEach((item, r) => {
+        const reply = replies?.[r];
+        if (!reply) {
+          results[item] = { status: 'failed', error: new Error('Redis gave no reply to XADD') };
+        } else if (reply[0]) {
+          results[item] = { status: 'failed', error: reply[0] };
+        } else if (typeof reply[1] !== 'string') {
+          results[item] = {
+            status: 'failed',
+            error: new Error(`XADD answered ${JSON.stringify(reply[1])}, not an entry id`),
+          };
+        } else {
+          results[item] = { status: 'sent' };
+        }
+      });
+      return results;
+    },
+    async close() {
+      closed = true;
+      await opening?.catch(() => {});
+      const c = own;
+      own = undefined;
+      client = undefined;
+      if (!c) return;
+      await quitOrDrop(c);
+    },
+  };
+}
+
+function isStreamName(name: unknown): name is string {
+  return typeof name === 'string' && name.length > 0;
+}
+
+function closedError(): Error {
+  return new Error('redisStreams transport is closed');
+}
+
+/**
+ * Settle with `promise`, or reject with the signal's reason as soon as it aborts: a send
+ * stuck on an unresponsive Redis must not hold a stopping relay. A command already written
+ * may still be applied by Redis afterwards; the item is then reported failed and sent
+ * again (at least once), never reported sent without Redis's answer.
+ */
+function abortable<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
+  if (signal.aborted) return Promise.reject(signal.reason);
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(signal.reason);
+    signal.addEventListener('abort', onAbort, { once: true });
+    promise.then(
+      (value) => {
+        signal.removeEventListener('abort', onAbort);
+        resolve(value);
+      },
+      (error: unknown) => {
+        signal.removeEventListener('abort', onAbort);
+        reject(error);
+      },
+    );
+  });
+}

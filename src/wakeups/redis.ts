@@ -1,0 +1,321 @@
+import type { Redis as IoRedis } from 'ioredis';
+import { ConfigurationError } from '../errors/outbox-error.js';
+import { consoleLogger, type OutboxLogger } from '../observe/logger.js';
+import {
+  checkRedisUrl,
+  loadIoRedis,
+  quitOrDrop,
+} from '../transports/redis-streams/load-ioredis.js';
+import type { OutboxWakeup, WakeupListenContext } from './wakeup.js';
+
+/**
+ * What the wakeup needs of a Redis client given to it: `PUBLISH`, and `duplicate()` for
+ * the connection it subscribes on (a subscribed connection can run no other command). An
+ * ioredis `Redis` is one; typed by shape so `outboxkit`'s types do not need ioredis.
+ */
+export interface RedisWakeupClient {
+  publish(channel: string, message: string): Promise<unknown>;
+  duplicate(override?: Record<string, unknown>): unknown;
+}
+
+/** Options of {@link redisWakeup}. Give `url` or `client`, not both. */
+export interface RedisWakeupOptions {
+  /**
+   * Where Redis is (`redis://[:password@]host:port[/db]`). The wakeup opens one connection
+   * to publish on (on the first signal) and one per process to subscribe on (on the first
+   * `listen()`), and closes both in `close()`.
+   */
+  readonly url?: string;
+  /**
+   * An ioredis client of your own: signals are published on it, and the subscribing
+   * connection is its `duplicate()` (same server, same settings). It is never closed by
+   * `close()`; the duplicate is.
+   */
+  readonly client?: RedisWakeupClient;
+  /**
+   * The pub/sub channel. Give each outbox sharing one Redis its own: every relay
+   * subscribed to the channel wakes for every signal on it.
+   * @defaultValue `'outboxkit'`
+   */
+  readonly channel?: string;
+  /** Where reconnects and failed signals are logged. @defaultValue the listening outbox's logger, else the console logger */
+  readonly logger?: OutboxLogger;
+  /**
+   * How many failed subscriptions in a row (a connect or `SUBSCRIBE` that failed, or a
+   * subscribed connection lost) before the wakeup gives up with an ERROR; the relay keeps
+   * polling either way, and a later `listen()` after every listener left tries again.
+   * @defaultValue 5
+   */
+  readonly maxFailures?: number;
+  /**
+   * The first wait before subscribing again after a failure, in milliseconds; each
+   * further failure in a row doubles it, up to 15 s.
+   * @defaultValue 250
+   */
+  readonly reconnectBaseMs?: number;
+}
+
+/** The channel when none is given. */
+const DEFAULT_CHANNEL = 'outboxkit';
+const RECONNECT_MAX_MS = 15_000;
+
+/**
+ * The ioredis settings of the subscribing connection: no reconnection of ioredis's own
+ * (the wakeup reconnects with its own backoff, counts the failures and gives up), no
+ * queueing of commands while it is down.
+ */
+const SUBSCRIBER = {
+  lazyConnect: true,
+  retryStrategy: () => null,
+  enableOfflineQueue: false,
+  autoResubscribe: false,
+  maxRetriesPerRequest: 0,
+  connectionName: 'outboxkit-wakeup',
+} as const;
+
+/** The ioredis settings of the publishing connection opened from a `url`. */
+const PUBLISHER = {
+  maxRetriesPerRequest: 1,
+  connectionName: 'outboxkit-wakeup-publisher',
+} as const;
+
+/**
+ * Wake relays through Redis pub/sub. After a transaction that wrote events commits,
+ * `fire()` calls `signal(topics)`, which `PUBLISH`es one message on the channel: the JSON
+ * list of the transaction's topics (so one per transaction, never for a rollback). Each
+ * process's relays share one subscribed connection, and every relay whose topics match
+ * polls at once.
+ *
+ * Pub/sub is fire and forget: a signal published while a relay's connection is down is
+ * lost, which is harmless (the relays poll anyway), and once the subscription is back every
+ * listener is signalled with no topics, so the relays look at once. A failed subscription
+ * is retried with backoff and given up after `maxFailures` in a row with an ERROR, while
+ * the relays go on polling. A failed publish is logged as a warning and never thrown.
+ *
+ * Capabilities: none needed of the database (any dialect); the signal is sent after commit.
+ * ioredis is an optional peer dependency, loaded when a connection is first needed.
+ *
+ * @example
+ * ```ts
+ * const wakeup = redisWakeup({ url: 'redis://localhost:6379' });
+ * const outbox = createOutbox(config, { sequelize, wakeup });
+ * ```
+ * @throws ConfigurationError when neither or both of `url` and `client` are given, the URL
+ *   is not `redis://`/`rediss://`, the channel is empty, or `maxFailures` is not an integer ≥ 1.
+ */
+export function redisWakeup(options: RedisWakeupOptions): OutboxWakeup {
+  const who = 'redisWakeup';
+  if ((options.url === undefined) === (options.client === undefined)) {
+    throw new ConfigurationError(
+      `${who}() takes a url or a client, exactly one (got ${options.url === undefined ? 'neither' : 'both'})`,
+    );
+  }
+  const url = options.url === undefined ? undefined : checkRedisUrl(who, options.url);
+  const channel = options.channel ?? DEFAULT_CHANNEL;
+  if (typeof channel !== 'string' || channel.length === 0) {
+    throw new ConfigurationError(
+      `${who}({ channel }) must be a non-empty string (got ${JSON.stringify(channel)})`,
+    );
+  }
+  const maxFailures = options.maxFailures ?? 5;
+  if (!Number.isInteger(maxFailures) || maxFailures < 1) {
+    throw new ConfigurationError(
+      `${who}({ maxFailures }) must be an integer ≥ 1 (got ${maxFailures})`,
+    );
+  }
+  const reconnectBaseMs = options.reconnectBaseMs ?? 250;
+  /** The wakeup's own logger, else the first listening outbox's, else the console's. */
+  let logger = options.logger ?? consoleLogger;
+  const listeners = new Set<(topics: readonly string[]) => void>();
+  let subscriber: IoRedis | undefined;
+  let opening: Promise<void> | undefined;
+  let retryTimer: NodeJS.Timeout | undefined;
+  let failures = 0;
+  /** The subscription was down since it last held: signal everyone once it is back. */
+  let lost = false;
+  let closed = false;
+  /** The connection publishing signals; `options.client` when given (not ours to close). */
+  let publisher: Promise<RedisWakeupClient> | undefined;
+  let ownPublisher: IoRedis | undefined;
+
+  const dispatch = (topics: readonly string[]) => {
+    for (const listener of [...listeners]) {
+      try {
+        listener(topics);
+      } catch (error) {
+        logger.warn('a wakeup listener threw; the other listeners still heard the signal', {
+          error,
+        });
+      }
+    }
+  };
+
+  /** Count a failure and try again after the backoff, or give up after `maxFailures`. */
+  const scheduleReconnect = () => {
+    if (closed || listeners.size === 0 || retryTimer) return;
+    failures += 1;
+    if (failures >= maxFailures) {
+      logger.error(
+        `SUBSCRIBE to Redis channel "${channel}" failed ${failures} time(s) in a row; giving up (maxFailures: ${maxFailures}), relays keep polling`,
+      );
+      return;
+    }
+    const delayMs = Math.min(RECONNECT_MAX_MS, reconnectBaseMs * 2 ** failures);
+    retryTimer = setTimeout(() => {
+      retryTimer = undefined;
+      void open().catch(() => {});
+    }, delayMs);
+    // Not on the relay's fake-time path: a plain timer that never keeps the process up.
+    retryTimer.unref();
+  };
+
+  const newConnection = async (settings: Record<string, unknown>): Promise<IoRedis> => {
+    if (options.client) return options.client.duplicate(settings) as IoRedis;
+    const Redis = await loadIoRedis(`${who}()`);
+    return new Redis(url!, settings);
+  };
+
+  /** Subscribe unless subscribed or subscribing. Rejects only when ioredis is missing. */
+  const open = (): Promise<void> => {
+    if (subscriber || closed || listeners.size === 0) return opening ?? Promise.resolve();
+    if (opening) return opening;
+    opening = (async () => {
+      const s = await newConnection(SUBSCRIBER);
+      s.on('message', (from: string, message: string) => {
+        if (from === channel && subscriber === s) dispatch(topicsOf(message));
+      });
+      let lastError: Error | undefined;
+      s.on('error', (error: Error) => {
+        lastError = error;
+      });
+      s.on('end', () => {
+        if (subscriber !== s) return;
+        logger.warn(`Redis wakeup connection on "${channel}" was lost; subscribing again`, {
+          error: lastError?.message,
+        });
+        subscriber = undefined;
+        lost = true;
+        scheduleReconnect();
+      });
+      try {
+        await s.connect();
+        await s.subscribe(channel);
+      } catch (error) {
+        s.disconnect();
+        // Whatever is written until a subscription holds is not heard: signal once it does.
+        lost = true;
+        logger.warn(`could not SUBSCRIBE to Redis channel "${channel}"; retrying`, {
+          error: (error as Error).message,
+        });
+        scheduleReconnect();
+        return;
+      }
+      // Closed, or the last listener left, while subscribing: nobody wants this connection.
+      if (closed || listeners.size === 0) {
+        s.disconnect();
+        return;
+      }
+      subscriber = s;
+      failures = 0;
+      if (lost) {
+        lost = false;
+        // Signals published while the subscription was down are gone: look now.
+        dispatch([]);
+      }
+    })().finally(() => {
+      opening = undefined;
+    });
+    return opening;
+  };
+
+  /**
+   * Stop the timer and drop the subscription, once closed or the last listener left;
+   * awaits a subscription being opened (which then drops itself).
+   */
+  const release = async () => {
+    if (retryTimer) clearTimeout(retryTimer);
+    retryTimer = undefined;
+    failures = 0;
+    lost = false;
+    await opening?.catch(() => {});
+    // A listen() that came while the connection was opening keeps it.
+    if (!closed && listeners.size > 0) {
+      void open().catch(() => {});
+      return;
+    }
+    const s = subscriber;
+    subscriber = undefined;
+    s?.disconnect();
+  };
+
+  const publishOn = (): Promise<RedisWakeupClient> => {
+    if (options.client) return Promise.resolve(options.client);
+    publisher ??= newConnection(PUBLISHER).then((p) => {
+      // A lost connection shows up as failed publishes, logged below; no console noise.
+      p.on('error', () => {});
+      ownPublisher = p;
+      return p;
+    });
+    return publisher;
+  };
+
+  return {
+    name: 'redis',
+    capabilities: {},
+    signal(topics) {
+      if (closed) return;
+      const message = JSON.stringify([...topics]);
+      publishOn()
+        .then((p) => p.publish(channel, message))
+        .catch((error: unknown) => {
+          logger.warn(`could not PUBLISH a wakeup signal on Redis channel "${channel}"`, {
+            error: (error as Error)?.message ?? String(error),
+          });
+        });
+    },
+    async listen(onSignal, context?: WakeupListenContext) {
+      if (!options.logger && context?.logger) logger = context.logger;
+      closed = false;
+      // A wrapper per call, so one function listening twice is unsubscribed once per call.
+      const listener = (topics: readonly string[]) => onSignal(topics);
+      listeners.add(listener);
+      try {
+        await open();
+      } catch (error) {
+        listeners.delete(listener);
+        throw error;
+      }
+      return async () => {
+        if (!listeners.delete(listener)) return;
+        // The last listener gone: give the connection back (a later listen() reopens).
+        if (listeners.size === 0) await release();
+      };
+    },
+    async close() {
+      closed = true;
+      listeners.clear();
+      await release();
+      const p = publisher;
+      publisher = undefined;
+      await p?.catch(() => {});
+      const own = ownPublisher;
+      ownPublisher = undefined;
+      if (own) await quitOrDrop(own);
+    },
+  };
+}
+
+/**
+ * The topics a message names: the JSON list of strings `signal()` publishes. Anything
+ * else (a hand-sent `PUBLISH outboxkit go`) still wakes the relays, as a signal naming no
+ * topic, which every relay reads as "something was written".
+ */
+function topicsOf(message: string): readonly string[] {
+  try {
+    const parsed: unknown = JSON.parse(message);
+    if (Array.isArray(parsed) && parsed.every((t) => typeof t === 'string')) return parsed;
+  } catch {
+    // not JSON: a bare ping
+  }
+  return [];
+}
