@@ -144,6 +144,33 @@ export {
   TOPIC_HEADER,
 } from './transports/message.js';
 export type {
+  RouteDestination,
+  TopicRouter,
+  TopicRouterOptions,
+} from './transports/topic-router.js';
+export { topicRouter } from './transports/topic-router.js';
+export type {
+  AllowsAddress,
+  ResolvedAddress,
+  WebhookCommonOptions,
+  WebhookDelivery,
+  WebhookLookup,
+  WebhookOptions,
+  WebhookResult,
+  WebhookTarget,
+  WebhookTargetOptions,
+  WebhookUrlOptions,
+} from './transports/webhook/index.js';
+export {
+  DEFAULT_SIGNATURE_HEADER,
+  isPublicAddress,
+  isPublicUrl,
+  ORDERING_KEY_HEADER,
+  signBody,
+  WEBHOOK_RESULT_MAX_LENGTH,
+  webhook,
+} from './transports/webhook/index.js';
+export type {
   InProcessWakeupOptions,
   ListenNotifyOptions,
   OutboxWakeup,
