@@ -1,3 +1,5 @@
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import type { DeliveryItem, DeliveryResult, OutboxEvent } from '../../src/declare/types.js';
@@ -588,6 +590,23 @@ describe('webhook: options', () => {
       /signatureHeader/,
     );
     expect(() => webhook({} as WebhookOptions)).toThrow(ConfigurationError);
+  });
+
+  it("undici is loaded lazily: only load-undici.ts imports it, and only with import() (so `import 'outboxkit'` loads no HTTP client)", () => {
+    const files = (readdirSync('src', { recursive: true }) as string[]).filter((f) =>
+      f.endsWith('.ts'),
+    );
+    const importing = files.filter((f) =>
+      /from\s+['"]undici['"]|import\(\s*['"]undici['"]\s*\)/.test(
+        readFileSync(join('src', f), 'utf8')
+          .replace(/import type[^;]*;/g, '')
+          .replace(/typeof import\('undici'\)/g, ''),
+      ),
+    );
+    expect(importing).toEqual([join('transports', 'webhook', 'load-undici.ts')]);
+    expect(readFileSync('src/transports/webhook/load-undici.ts', 'utf8')).toMatch(
+      /await import\('undici'\)|import\('undici'\)\.catch/,
+    );
   });
 
   it('a missing undici says to npm install it', () => {
