@@ -233,6 +233,28 @@ describe('webhook: what is sent', () => {
   });
 });
 
+describe('webhook: a stop mid-batch', () => {
+  it("ends the request in hand and the held-back events of its key with the stop's reason (so the relay hands them back)", async () => {
+    const server = await startWebhookServer();
+    server.mode = 'stalled';
+    const transport = webhook({ url: server.url, ...onlyLoopbackTestServer });
+    const controller = new AbortController();
+    const reason = new Error('the relay is stopping');
+    const pending = send(
+      transport,
+      [conformanceEvent({ orderingKey: 'k' }), conformanceEvent({ orderingKey: 'k' })],
+      controller.signal,
+    );
+    setTimeout(() => controller.abort(reason), 20);
+    expect(await pending).toEqual([
+      { status: 'failed', error: reason },
+      { status: 'failed', error: reason },
+    ]);
+    await transport.close();
+    await server.close();
+  });
+});
+
 describe('webhook: answers', () => {
   let server: WebhookServer;
   beforeAll(async () => {

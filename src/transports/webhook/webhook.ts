@@ -230,7 +230,21 @@ export function webhook(options: WebhookOptions): WebhookDelivery {
       throw result.error;
     },
     async deliverBatch(items, { signal }) {
-      return runByKey(items, settings.concurrency, (item) => send(item, signal));
+      return runByKey(
+        items,
+        settings.concurrency,
+        (item) => send(item, signal),
+        // A stop ends the held-back items with its own reason, so the relay hands them back.
+        (item) =>
+          signal.aborted
+            ? { status: 'failed', error: signal.reason }
+            : {
+                status: 'failed',
+                error: new Error(
+                  `not sent: an earlier event of ordering key ${item.event.orderingKey} failed in this batch`,
+                ),
+              },
+      );
     },
     async close() {
       if (closed) return;
@@ -567,13 +581,14 @@ function messageOf(error: unknown): string {
 /**
  * Run `send` over the items, `concurrency` at a time, one ordering key's items one after
  * the other in item order (an item without a key goes on its own). Once an item of a
- * key is not sent, the later ones of that key are not tried: they would overtake it.
- * Results in item order.
+ * key is not sent, the later ones of that key are not tried (they would overtake it) and
+ * record `heldBack(item)`. Results in item order.
  */
 export async function runByKey(
   items: readonly DeliveryItem[],
   concurrency: number,
   send: (item: DeliveryItem) => Promise<DeliveryResult>,
+  heldBack: (item: DeliveryItem) => DeliveryResult,
 ): Promise<DeliveryResult[]> {
   const results: DeliveryResult[] = new Array(items.length);
   const groups = new Map<string, number[]>();
@@ -599,12 +614,7 @@ export async function runByKey(
       let blocked: DeliveryResult | undefined;
       for (const i of lane) {
         if (blocked) {
-          results[i] = {
-            status: 'failed',
-            error: new Error(
-              `not sent: an earlier event of ordering key ${items[i].event.orderingKey} failed in this batch`,
-            ),
-          };
+          results[i] = heldBack(items[i]);
           continue;
         }
         results[i] = await send(items[i]);
