@@ -17,6 +17,7 @@
  * - the secret signs and is never written anywhere: error messages name the endpoint by
  *   its origin only (a path or query may carry a token), never a header or the secret.
  */
+import { setMaxListeners } from 'node:events';
 import type { Dispatcher } from 'undici';
 import type {
   DeliveryContext,
@@ -229,22 +230,34 @@ export function webhook(options: WebhookOptions): WebhookDelivery {
         throw new RetryAfter(result.seconds, { message: messageOf(result.error) });
       throw result.error;
     },
-    async deliverBatch(items, { signal }) {
-      return runByKey(
-        items,
-        settings.concurrency,
-        (item) => send(item, signal),
-        // A stop ends the held-back items with its own reason, so the relay hands them back.
-        (item) =>
-          signal.aborted
-            ? { status: 'failed', error: signal.reason }
-            : {
-                status: 'failed',
-                error: new Error(
-                  `not sent: an earlier event of ordering key ${item.event.orderingKey} failed in this batch`,
-                ),
-              },
-      );
+    async deliverBatch(items, { signal: attempt }) {
+      // One listener on the attempt's signal, however many requests are in flight (each
+      // request listens on this one, which has no listener limit); the same reason.
+      const linked = new AbortController();
+      setMaxListeners(0, linked.signal);
+      const { signal } = linked;
+      const onAbort = () => linked.abort(attempt.reason);
+      if (attempt.aborted) onAbort();
+      else attempt.addEventListener('abort', onAbort, { once: true });
+      try {
+        return await runByKey(
+          items,
+          settings.concurrency,
+          (item) => send(item, signal),
+          // A stop ends the held-back items with its own reason, so the relay hands them back.
+          (item) =>
+            signal.aborted
+              ? { status: 'failed', error: signal.reason }
+              : {
+                  status: 'failed',
+                  error: new Error(
+                    `not sent: an earlier event of ordering key ${item.event.orderingKey} failed in this batch`,
+                  ),
+                },
+        );
+      } finally {
+        attempt.removeEventListener('abort', onAbort);
+      }
     },
     async close() {
       if (closed) return;
