@@ -141,10 +141,11 @@ export {
   getBody,
   getHeaders,
   getKey,
+  ORDERING_KEY_HEADER,
   TOPIC_HEADER,
 } from './transports/message.js';
 export type { RabbitmqOptions } from './transports/rabbitmq/index.js';
-export { ORDERING_KEY_HEADER, rabbitmq } from './transports/rabbitmq/index.js';
+export { rabbitmq } from './transports/rabbitmq/index.js';
 export type {
   RedisStreamMessage,
   RedisStreamsClient,
@@ -157,6 +158,32 @@ export {
   redisStreamFields,
   redisStreams,
 } from './transports/redis-streams/index.js';
+export type {
+  RouteDestination,
+  TopicRouter,
+  TopicRouterOptions,
+} from './transports/topic-router.js';
+export { topicRouter } from './transports/topic-router.js';
+export type {
+  AllowsAddress,
+  ResolvedAddress,
+  WebhookCommonOptions,
+  WebhookDelivery,
+  WebhookLookup,
+  WebhookOptions,
+  WebhookResult,
+  WebhookTarget,
+  WebhookTargetOptions,
+  WebhookUrlOptions,
+} from './transports/webhook/index.js';
+export {
+  DEFAULT_SIGNATURE_HEADER,
+  isPublicAddress,
+  isPublicUrl,
+  signBody,
+  WEBHOOK_RESULT_MAX_LENGTH,
+  webhook,
+} from './transports/webhook/index.js';
 export type {
   InProcessWakeupOptions,
   ListenNotifyOptions,

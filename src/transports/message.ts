@@ -17,6 +17,11 @@ import type { OutboxEvent } from '../declare/types.js';
 export const EVENT_ID_HEADER = 'outbox-event-id';
 /** The header naming the event's topic (its declared name). */
 export const TOPIC_HEADER = 'outbox-topic';
+/**
+ * The header carrying the ordering key, for a destination whose messages have no key of
+ * their own (a webhook, a RabbitMQ message: routing keys name topics).
+ */
+export const ORDERING_KEY_HEADER = 'outbox-ordering-key';
 
 /** The message body of an event: its payload's JSON, as the outbox stores it. */
 export function getBody(event: OutboxEvent): string {

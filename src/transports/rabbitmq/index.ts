@@ -1,2 +1,2 @@
 export type { RabbitmqOptions } from './rabbitmq.js';
-export { ORDERING_KEY_HEADER, rabbitmq } from './rabbitmq.js';
+export { rabbitmq } from './rabbitmq.js';

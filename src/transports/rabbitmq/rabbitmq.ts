@@ -25,11 +25,8 @@ import type {
   OutboxEvent,
 } from '../../declare/types.js';
 import { ConfigurationError } from '../../errors/outbox-error.js';
-import { getBody, getHeaders, getKey } from '../message.js';
+import { getBody, getHeaders, getKey, ORDERING_KEY_HEADER } from '../message.js';
 import { checkAmqpUrl, loadAmqplib, redactUrl } from './load-amqplib.js';
-
-/** The header carrying the event's ordering key (RabbitMQ routes by the routing key). */
-export const ORDERING_KEY_HEADER = 'outbox-ordering-key';
 
 /** Options of {@link rabbitmq}. */
 export interface RabbitmqOptions {
