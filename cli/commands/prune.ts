@@ -4,8 +4,8 @@
  * (cli/progress.ts): a bar over the events a dry run counts first on a TTY, one line per
  * batch when not a TTY (a batch is a transaction, so each line is a fact, not an
  * estimate), a JSON line per batch with `--json`; the result on stdout, as JSON with
- * `--json`. SIGTERM / SIGINT
- * stop it between batches: what was deleted stays deleted, the rest waits for the next run.
+ * `--json`. SIGTERM / SIGINT stop it between batches: what was deleted stays deleted, the
+ * rest waits for the next run.
  *
  * Exit codes (exit-codes.ts): 0 pruned (or counted), 1 could not run (no database, bad
  * config, tables missing or behind, a bad option).

@@ -112,6 +112,31 @@ describeEachDialect('replay and requeue wake the relays', (dialect) => {
     }
   });
 
+  it('requeueDead({ dryRun }) counts the dead rows in scope, at most limit, and requeues nothing', async () => {
+    const { config, failing } = setup();
+    const wakeup = recordingWakeup();
+    const outbox = await openOutbox(db, config, { wakeup });
+    try {
+      failing.on = true;
+      await outbox.fireMany([
+        { name: 'shop.sold', payload: { n: 1 } },
+        { name: 'shop.sold', payload: { n: 2 } },
+        { name: 'shop.shipped', payload: { n: 3 } },
+      ]);
+      await drainOutbox(outbox);
+      wakeup.signals.length = 0;
+      expect(await outbox.requeueDead({ dryRun: true })).toBe(3);
+      expect(await outbox.requeueDead({ dryRun: true, limit: 2 })).toBe(2);
+      expect(await outbox.requeueDead({ dryRun: true, topics: ['shop.sh*'] })).toBe(1);
+      expect(await outbox.requeueDead({ dryRun: true, receiverKey: 'shop.books' })).toBe(2);
+      expect(await outbox.requeueDead({ dryRun: true, topics: [] })).toBe(0);
+      expect(await outbox.countDeliveries()).toMatchObject({ dead: 3 });
+      expect(wakeup.signals).toEqual([]);
+    } finally {
+      await outbox.close();
+    }
+  });
+
   it('replayEvents signals after the caller’s transaction commits, and not for a rollback', async () => {
     const { config } = setup();
     const wakeup = recordingWakeup();
@@ -230,10 +255,17 @@ describeEachDialect('replay and requeue wake the relays', (dialect) => {
             throw new Error('rolled back');
           })
           .catch(() => {});
+        await new Promise((resolve) => setTimeout(resolve, 100));
+        // The rolled-back replay sent nothing, and the relay is still in its first wait.
+        expect({ signals, delivered, waits: relay.idle.waits }).toEqual({
+          signals: [],
+          delivered: [],
+          waits: 1,
+        });
         expect(await operator.requeueDead()).toBe(1);
         await waitFor(() => delivered.length === 1, 'the notified relay to deliver', 5_000);
         await waitFor(() => signals.length >= 1, 'the NOTIFY to be heard', 5_000);
-        // One notification, the requeue's: the rolled-back replay sent none.
+        // One notification, the requeue's.
         expect(signals).toEqual([['shop.sold']]);
         expect(await operator.replayEvents([fired.id])).toMatchObject({ reopened: 1 });
         await waitFor(() => delivered.length === 2, 'the notified relay to deliver again', 5_000);
