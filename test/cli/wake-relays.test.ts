@@ -7,7 +7,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, beforeEach, expect, it } from 'vitest';
-import { createOutbox, type Outbox, silentLogger } from '../../src/index.js';
+import { createOutbox, listenNotifyWakeup, type Outbox, silentLogger } from '../../src/index.js';
 import { drainOutbox } from '../../testing/drain.js';
 import { describePostgres } from '../relay/support.js';
 import config from './fixtures/ping.config.js';
@@ -61,9 +61,16 @@ describePostgres('outbox requeue-dead and replay wake a running relay', () => {
     });
     try {
       await waitFor(() => relay.output().stderr.includes('relay running'), 'the relay to start');
-      // A probe: delivered by the relay's first pass, which comes after its LISTEN, so once
-      // it is delivered the relay listens (and then sits in its ten-minute wait).
-      const probe = await outbox.fire('test.Ping', { n: 2 });
+      // A probe, fired with the NOTIFY `outbox relay` listens for: delivered by the relay's
+      // first pass (which comes after its LISTEN) or, if that pass already ran, by the
+      // NOTIFY — so once it is delivered the relay listens, and sits in its ten-minute wait.
+      const notifying = createOutbox(config, {
+        ...db.outboxOptions,
+        logger: silentLogger,
+        wakeup: listenNotifyWakeup(),
+      });
+      const probe = await notifying.fire('test.Ping', { n: 2 });
+      await notifying.close();
       await waitFor(() => receivedNumbers(received).includes(2), 'the relay to deliver the probe');
 
       const requeued = await runCli(['requeue-dead', '-c', PING_CONFIG, ...db.args]);
