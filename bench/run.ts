@@ -4,6 +4,7 @@
  *
  *   npm run bench                              # everything (about 3 minutes)
  *   npm run bench -- --only drain,latency      # some of: environment, explain, drain, latency, write
+ *   npm run bench -- --only prune,claim-prune  # the prune figures (not in the default run)
  *   npm run bench -- --events 20000            # a smaller backlog for the drains
  *   npm run bench -- --only redis-streams      # relay to Redis Streams vs a raw ioredis loop
  *   npm run bench -- --receivers noop-handler,bare-handler --relays 4
@@ -15,6 +16,7 @@
  */
 import { cpus } from 'node:os';
 import { parseArgs } from 'node:util';
+import { benchClaimPrune } from './claim-prune.js';
 import { emit, isReceiverKind, note, openSequelize } from './common.js';
 import { compareMain } from './compare.js';
 import { benchDrain, type DrainKind } from './drain.js';
@@ -53,6 +55,9 @@ const OPTIONS = {
   'prune-rows': { type: 'string', default: '100000' },
   'prune-history': { type: 'string', default: '0,100000,1000000' },
   'prune-repeats': { type: 'string', default: '20' },
+  'claim-prune-events': { type: 'string', default: '1000000' },
+  'claim-prune-wave': { type: 'string', default: '20000' },
+  'claim-prune-pruner': { type: 'string', default: 'on,off' },
 } as const;
 
 function positiveInt(name: string, text: string): number {
@@ -136,6 +141,18 @@ async function main(): Promise<void> {
   }
   if (only.has('redis-streams')) {
     await benchRedisStreams({ events, batchSize });
+  }
+  if (only.has('claim-prune')) {
+    const pruner = values['claim-prune-pruner'].split(',').map((p) => {
+      if (p !== 'on' && p !== 'off')
+        throw new Error(`--claim-prune-pruner takes on, off or on,off (got ${p})`);
+      return p === 'on';
+    });
+    await benchClaimPrune({
+      events: positiveInt('claim-prune-events', values['claim-prune-events']),
+      wave: positiveInt('claim-prune-wave', values['claim-prune-wave']),
+      pruner,
+    });
   }
   if (only.has('write')) {
     const iterations = positiveInt('iterations', values.iterations);

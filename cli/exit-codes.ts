@@ -7,7 +7,8 @@
  *   answer within `--connect-timeout`, tables missing, a bad option.
  * - 2: ran, and something needs a person — `relay --once` saw failures, dead letters or
  *   orphans; `migrate --check` found migrations pending; `health` is past a threshold
- *   given (`--max-owed`, `--max-oldest-age`, `--max-dead`, `--max-lapsed`).
+ *   given (`--max-owed`, `--max-oldest-age`, `--max-dead`, `--max-lapsed`);
+ *   `quiet-receivers` lists a receiver quiet inside its window.
  * - 3: `relay` was stopped and `--shutdown-timeout` passed with deliveries still in
  *   flight: they were handed back (or, where that could not run, left to their leases).
  */

@@ -16,6 +16,11 @@ import { demo, demoCommand } from './commands/demo.js';
 import { type HealthFlags, health, healthCommand } from './commands/health.js';
 import { type MigrateFlags, migrate, migrateCommand } from './commands/migrate.js';
 import { type PruneFlags, prune, pruneCommand } from './commands/prune.js';
+import {
+  type QuietReceiversFlags,
+  quietReceivers,
+  quietReceiversCommand,
+} from './commands/quiet-receivers.js';
 import { type RelayFlags, relay, relayCommand } from './commands/relay.js';
 import { type ReplayFlags, replay, replayCommand } from './commands/replay.js';
 import { type RequeueDeadFlags, requeueDead, requeueDeadCommand } from './commands/requeue-dead.js';
@@ -92,6 +97,11 @@ export async function main(argv: readonly string[]): Promise<number> {
   pruneCommand(program.command('prune')).action(async (o: PruneFlags) => {
     code = await refusing(o.logFormat, (out) => prune(o, out));
   });
+  quietReceiversCommand(program.command('quiet-receivers')).action(
+    async (o: QuietReceiversFlags) => {
+      code = await refusing(o.logFormat, (out) => quietReceivers(o, out));
+    },
+  );
   demoCommand(program.command('demo')).action(async (o: { keep?: boolean }) => {
     code = await demo(o);
   });

@@ -5,6 +5,7 @@
  */
 import { ConfigurationError } from '../src/errors/outbox-error.js';
 import { createOutbox, type Outbox } from '../src/outbox.js';
+import type { OutboxWakeup } from '../src/wakeups/wakeup.js';
 import type { CliOutput } from './log-format.js';
 import type { ConnectionFlags } from './options.js';
 import { schemaStatus } from './schema-status.js';
@@ -25,11 +26,18 @@ export const repeatable = (value: string, previous: readonly string[] | undefine
 /**
  * Open a session (refusing a missing SQLite file or tables not migrated, exit 1), make an
  * outbox on it, run `work`, and close both.
+ *
+ * `wakeRelays`: for a command that makes rows owed (`requeue-dead`, `replay`), the outbox
+ * gets the wakeup `outbox relay` listens on where the database serves it — PostgreSQL's
+ * LISTEN/NOTIFY, on its default channel — so the operation's NOTIFY, sent on its commit,
+ * wakes a relay running in another process at once. It only NOTIFYs: nothing LISTENs, no
+ * connection is opened for it. Elsewhere (SQLite) the relay's poll picks the rows up.
  */
 export async function withOutbox(
   flags: OperationFlags,
   out: CliOutput,
   work: (outbox: Outbox, session: Session) => Promise<number>,
+  options: { readonly wakeRelays?: boolean } = {},
 ): Promise<number> {
   const session = await openSession(flags, { mustExist: true });
   try {
@@ -50,7 +58,7 @@ export async function withOutbox(
       tablePrefix: flags.tablePrefix,
       preparedStatements: flags.preparedStatements,
       logger: out.logger,
-      wakeup: null,
+      wakeup: options.wakeRelays ? await relayWakeup(session) : null,
     });
     try {
       return await work(outbox, session);
@@ -60,6 +68,14 @@ export async function withOutbox(
   } finally {
     await session.close();
   }
+}
+
+/** The wakeup `outbox relay` listens on, where this database serves it; else none. */
+async function relayWakeup(session: Session): Promise<OutboxWakeup | null> {
+  const { listenNotifyWakeup } = await import('../src/wakeups/listen-notify.js');
+  const wakeup = listenNotifyWakeup();
+  const served = wakeup.capabilities.dialects?.includes(session.db.sequelize.getDialect()) ?? true;
+  return served ? wakeup : null;
 }
 
 /** Write `value` as one JSON document on stdout (`--json`). */

@@ -1,9 +1,11 @@
 /**
  * `outbox prune`: delete the events that are due (`outbox.pruneEvents()`), batch by batch,
- * or with `--dry-run` count them and delete nothing. One line per batch on stderr (a
- * person watching a TTY sees the same lines: a batch is a transaction, so each line is a
- * fact, not an estimate); the result on stdout, as JSON with `--json`. SIGTERM / SIGINT
- * stop it between batches: what was deleted stays deleted, the rest waits for the next run.
+ * or with `--dry-run` count them and delete nothing. Its progress on stderr
+ * (cli/progress.ts): a bar over the events a dry run counts first on a TTY, one line per
+ * batch when not a TTY (a batch is a transaction, so each line is a fact, not an
+ * estimate), a JSON line per batch with `--json`; the result on stdout, as JSON with
+ * `--json`. SIGTERM / SIGINT stop it between batches: what was deleted stays deleted, the
+ * rest waits for the next run.
  *
  * Exit codes (exit-codes.ts): 0 pruned (or counted), 1 could not run (no database, bad
  * config, tables missing or behind, a bad option).
@@ -15,6 +17,7 @@ import { createOutbox, type Outbox } from '../../src/outbox.js';
 import { EXIT } from '../exit-codes.js';
 import type { CliOutput } from '../log-format.js';
 import { type ConnectionFlags, connectionOptions, integer } from '../options.js';
+import { type ProgressStream, progressForm, startProgress } from '../progress.js';
 import { schemaStatus } from '../schema-status.js';
 import { openSession } from '../session.js';
 
@@ -80,7 +83,15 @@ config, tables missing or behind, a bad option).
     );
 }
 
-export async function prune(flags: PruneFlags, out: CliOutput): Promise<number> {
+/**
+ * Run `outbox prune`. `io.stderr` is where the progress goes (a test hands a fake TTY);
+ * the result goes to stdout.
+ */
+export async function prune(
+  flags: PruneFlags,
+  out: CliOutput,
+  io: { readonly stderr?: ProgressStream } = {},
+): Promise<number> {
   const session = await openSession(flags, { mustExist: true });
   let outbox: Outbox | undefined;
   const stop = new AbortController();
@@ -111,25 +122,40 @@ export async function prune(flags: PruneFlags, out: CliOutput): Promise<number> 
     const started = performance.now();
     let batches = 0;
     let deliveries = 0;
-    const onBatch = (b: PruneBatch) => {
-      batches += 1;
-      deliveries = b.totalDeliveries;
-      if (flags.json) {
-        process.stderr.write(`${JSON.stringify({ batch: batches, ...b })}\n`);
-      } else {
-        out.info(
-          `batch ${batches}: ${b.events} events, ${b.deliveries} delivery rows (${b.totalEvents} events so far)`,
-        );
-      }
-    };
-    const events = await outbox.pruneEvents({
-      olderThan,
-      dryRun: flags.dryRun,
-      batchSize: flags.batchSize,
-      limit: flags.limit,
-      signal: stop.signal,
-      onBatch,
+    const form = flags.dryRun ? 'lines' : progressForm(out, flags.json, io.stderr);
+    // The bar's total: what a dry run counts now (one count, served by the prune's indexes).
+    const total =
+      form === 'bar'
+        ? await outbox.pruneEvents({ olderThan, dryRun: true, limit: flags.limit })
+        : 0;
+    const progress = await startProgress(out, {
+      form,
+      label: 'prune',
+      unit: 'events',
+      total,
+      stream: io.stderr,
     });
+    let events: number;
+    try {
+      events = await outbox.pruneEvents({
+        olderThan,
+        dryRun: flags.dryRun,
+        batchSize: flags.batchSize,
+        limit: flags.limit,
+        signal: stop.signal,
+        onBatch: (b: PruneBatch) => {
+          batches += 1;
+          deliveries = b.totalDeliveries;
+          progress.batch(
+            b.totalEvents,
+            `batch ${batches}: ${b.events} events, ${b.deliveries} delivery rows (${b.totalEvents} events so far)`,
+            { batch: batches, ...b },
+          );
+        },
+      });
+    } finally {
+      progress.stop();
+    }
     const seconds = Math.round((performance.now() - started) / 10) / 100;
     const result = {
       dryRun: Boolean(flags.dryRun),

@@ -42,7 +42,9 @@ export function replayCommand(command: Command): Command {
 
 Claimed rows (in flight) and rows still owed are left alone. A fan-out receiver's targets
 and a scheduled receiver's due time are resolved again, in the replay's transaction: an
-event whose payload no longer decodes is refused (exit 1), and nothing is replayed.`,
+event whose payload no longer decodes is refused (exit 1), and nothing is replayed. A relay
+idle on its poll is woken when the replay commits (on PostgreSQL, through the LISTEN/NOTIFY
+channel \`outbox relay\` listens on).`,
     );
 }
 
@@ -51,16 +53,22 @@ export async function replay(
   flags: ReplayFlags,
   out: CliOutput,
 ): Promise<number> {
-  return withOutbox(flags, out, async (outbox, session) => {
-    const result = await outbox.replayEvents(eventIds, { receiverKeys: flags.receiver });
-    if (flags.json) printJson(result);
-    else {
-      out.result(
-        `replayed on ${session.where}: reopened ${result.reopened}, added ${result.added}`,
-      );
-      if (result.missing.length > 0)
-        out.warn(`no such event (never fired, or pruned): ${result.missing.join(', ')}`);
-    }
-    return result.missing.length > 0 ? EXIT.needsAttention : EXIT.ok;
-  });
+  return withOutbox(
+    flags,
+    out,
+    async (outbox, session) => {
+      const result = await outbox.replayEvents(eventIds, { receiverKeys: flags.receiver });
+      if (flags.json) printJson(result);
+      else {
+        out.result(
+          `replayed on ${session.where}: reopened ${result.reopened}, added ${result.added}`,
+        );
+        if (result.missing.length > 0)
+          out.warn(`no such event (never fired, or pruned): ${result.missing.join(', ')}`);
+      }
+      return result.missing.length > 0 ? EXIT.needsAttention : EXIT.ok;
+    },
+    // A relay idle on its poll is woken on the commit (PostgreSQL: LISTEN/NOTIFY).
+    { wakeRelays: true },
+  );
 }

@@ -14,6 +14,7 @@ import {
   withOutbox,
 } from '../operation.js';
 import { connectionOptions, integer } from '../options.js';
+import { type ProgressStream, progressForm, startProgress } from '../progress.js';
 
 export interface RequeueDeadFlags extends OperationFlags {
   readonly receiver?: string;
@@ -43,30 +44,72 @@ export function requeueDeadCommand(command: Command): Command {
       repeatable,
     )
     .option('--limit <n>', 'at most this many rows', integer(1))
-    .option('--json', 'print {"requeued": n} on stdout')
+    .option('--json', 'print {"requeued": n} on stdout (and each chunk as a JSON line on stderr)')
     .addHelpText(
       'after',
       `${OPERATION_EXIT_HELP('rows named with --id were not all requeued (not dead, or not there)')}
 
 A cancelled row is never requeued (replay its event instead). The rows go in chunks of
-settings.batchSize, oldest event first, each chunk its own short transaction.`,
+settings.batchSize, oldest event first, each chunk its own short transaction: a progress
+bar on a TTY, one line per chunk otherwise. A relay idle on its poll is woken when each
+chunk commits (on PostgreSQL, through the LISTEN/NOTIFY channel \`outbox relay\` listens on).`,
     );
 }
 
-export async function requeueDead(flags: RequeueDeadFlags, out: CliOutput): Promise<number> {
-  return withOutbox(flags, out, async (outbox, session) => {
-    const requeued = await outbox.requeueDead({
-      receiverKey: flags.receiver,
-      deliveryIds: flags.id,
-      topics: flags.topic,
-      limit: flags.limit,
-    });
-    if (flags.json) printJson({ requeued });
-    else
-      out.result(
-        `requeued ${requeued} dead letter${requeued === 1 ? '' : 's'} on ${session.where}`,
-      );
-    const named = flags.id ? new Set(flags.id).size : undefined;
-    return named !== undefined && requeued < named ? EXIT.needsAttention : EXIT.ok;
-  });
+/**
+ * Run `outbox requeue-dead`. `io.stderr` is where the progress goes (a test hands a fake
+ * TTY); the result goes to stdout.
+ */
+export async function requeueDead(
+  flags: RequeueDeadFlags,
+  out: CliOutput,
+  io: { readonly stderr?: ProgressStream } = {},
+): Promise<number> {
+  return withOutbox(
+    flags,
+    out,
+    async (outbox, session) => {
+      const scope = {
+        receiverKey: flags.receiver,
+        deliveryIds: flags.id,
+        topics: flags.topic,
+        limit: flags.limit,
+      };
+      const form = progressForm(out, flags.json, io.stderr);
+      // The bar's total: the dead rows in scope now (at most --limit).
+      const total = form === 'bar' ? await outbox.requeueDead({ ...scope, dryRun: true }) : 0;
+      const progress = await startProgress(out, {
+        form,
+        label: 'requeue-dead',
+        unit: 'dead letters',
+        total,
+        stream: io.stderr,
+      });
+      let chunks = 0;
+      let requeued: number;
+      try {
+        requeued = await outbox.requeueDead({
+          ...scope,
+          onBatch: (b) => {
+            chunks += 1;
+            progress.batch(
+              b.totalRequeued,
+              `chunk ${chunks}: requeued ${b.requeued} (${b.totalRequeued} so far)`,
+              { chunk: chunks, ...b },
+            );
+          },
+        });
+      } finally {
+        progress.stop();
+      }
+      if (flags.json) printJson({ requeued });
+      else
+        out.result(
+          `requeued ${requeued} dead letter${requeued === 1 ? '' : 's'} on ${session.where}`,
+        );
+      const named = flags.id ? new Set(flags.id).size : undefined;
+      return named !== undefined && requeued < named ? EXIT.needsAttention : EXIT.ok;
+    },
+    { wakeRelays: true },
+  );
 }

@@ -71,7 +71,11 @@ export function arrangeAfterCommit(
  * state, keyed by the outermost transaction, so two outboxes firing in one transaction
  * each signal their own wakeup.
  */
-function signalWhenCommitted(rt: Runtime, transaction: Transaction, topics: readonly string[]) {
+export function signalWhenCommitted(
+  rt: Runtime,
+  transaction: Transaction,
+  topics: readonly string[],
+): void {
   const wakeup = rt.wakeup;
   if (!wakeup || wakeup.capabilities?.notifyInWrite) return;
   const root = rootOf(transaction);

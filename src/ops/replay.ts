@@ -34,6 +34,10 @@
  * longer declares durable for the event are left alone too: reopened, the relay would only
  * record them orphaned again.
  *
+ * Once the replay commits (the caller's transaction, when it joined one), the relays are
+ * woken with the replayed events' topics (src/ops/wake-relays.ts): a relay idle on a long
+ * poll delivers them at once rather than at its next poll.
+ *
  * CONCURRENCY: the events are locked first, in primary-key order (the lock cancel, requeue
  * and prune share), so a cancel issued during the replay waits for it and then withdraws
  * what it reopened, and two replays of one event never both add its missing rows.
@@ -49,6 +53,7 @@ import type { Runtime } from '../runtime.js';
 import type { Addition, DeliveryRow, Reopening } from '../storage/store.js';
 import { describe, type EventIdentity, eventUuids, missingOf } from './arguments.js';
 import { inOperationTransaction } from './in-transaction.js';
+import { wakeRelaysOnCommit } from './wake-relays.js';
 
 /** Options of {@link replayEvents}. */
 export interface ReplayEventsOptions {
@@ -104,6 +109,8 @@ export async function replayEvents(
     const context: PlanContext = { now, transaction };
     const reopen: Reopening[] = [];
     const add: Addition[] = [];
+    /** The sequences of the events with a row reopened: their topics are woken. */
+    const reopenedEvents = new Set<string>();
     for (const event of stored) {
       const existing = rowsByReceiverAndTarget(
         rows.filter((r) => r.eventSequence === event.sequence),
@@ -130,13 +137,21 @@ export async function replayEvents(
             continue;
           }
           for (const row of mine)
-            if (SETTLED.has(row.status))
+            if (SETTLED.has(row.status)) {
               reopen.push({ id: row.id, availableAt: owed.at, dueAt: owed.at });
+              reopenedEvents.add(event.sequence);
+            }
         }
       }
     }
     const reopened = await rt.store.reopenDeliveries(reopen, transaction);
     const added = await rt.store.addDeliveries(add, transaction);
+    if (reopened + added > 0) {
+      // Owed again: wake the relays once the replay commits, naming the events' topics.
+      const replayed = new Set([...reopenedEvents, ...add.map((a) => a.eventSequence)]);
+      const topics = stored.filter((e) => replayed.has(e.sequence)).map((e) => e.name);
+      await wakeRelaysOnCommit(rt, transaction, topics);
+    }
     return { reopened, added, missing };
   });
 }

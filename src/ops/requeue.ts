@@ -18,7 +18,9 @@
  *
  * Works in chunks of `settings.batchSize` rows, oldest event first, each chunk its own
  * transaction that locks its rows' events first (the order cancel, replay and prune share),
- * so no lock is held long however many rows are dead.
+ * so no lock is held long however many rows are dead. Each chunk wakes the relays once it
+ * commits (src/ops/wake-relays.ts), naming its events' topics, so a relay idle on a long
+ * poll delivers the requeued rows at once.
  */
 import { topicPatternProblem } from '../declare/define-outbox.js';
 import { ValidationError } from '../errors/outbox-error.js';
@@ -26,6 +28,7 @@ import type { Runtime } from '../runtime.js';
 import type { DeadFilter } from '../storage/store.js';
 import { deliveryIdList, describe, limitOption, receiverKeyOption } from './arguments.js';
 import { inOperationTransaction } from './in-transaction.js';
+import { wakeRelaysOnCommit } from './wake-relays.js';
 
 /** Options of {@link requeueDead}. */
 export interface RequeueDeadOptions {
@@ -42,6 +45,21 @@ export interface RequeueDeadOptions {
   readonly topics?: readonly string[];
   /** At most this many rows. @defaultValue every dead row in scope */
   readonly limit?: number;
+  /**
+   * Count the dead rows in scope (at most `limit`) and requeue nothing: the total of the
+   * CLI's progress bar, or a look before the act.
+   */
+  readonly dryRun?: boolean;
+  /** Told after each chunk (its own transaction) commits. */
+  readonly onBatch?: (batch: RequeueBatch) => void;
+}
+
+/** One chunk of {@link requeueDead}, as `onBatch` is told it. */
+export interface RequeueBatch {
+  /** Rows this chunk requeued. */
+  readonly requeued: number;
+  /** Rows requeued so far, this chunk's included. */
+  readonly totalRequeued: number;
 }
 
 /** `outbox.requeueDead()`: see the module comment. Returns how many rows were requeued. */
@@ -55,6 +73,9 @@ export async function requeueDead(rt: Runtime, options: RequeueDeadOptions = {})
   };
   const limit = limitOption(options.limit, where);
   if (filter.deliveryIds?.length === 0 || filter.topics?.length === 0) return 0;
+  if (options.dryRun) {
+    return rt.store.countDeadDeliveries(filter, limit ?? Number.MAX_SAFE_INTEGER);
+  }
   const chunk = rt.config.settings.batchSize;
   let requeued = 0;
   for (;;) {
@@ -63,13 +84,19 @@ export async function requeueDead(rt: Runtime, options: RequeueDeadOptions = {})
     const step = await inOperationTransaction(rt, null, async (transaction) => {
       const ids = await rt.store.deadDeliveryIds(filter, want, transaction);
       if (ids.length === 0) return { found: 0, requeued: 0 };
-      await rt.store.lockEvents({ deliveryIds: ids }, transaction);
-      return {
-        found: ids.length,
-        requeued: await rt.store.requeueDeliveries(ids, rt.clock(), transaction),
-      };
+      const events = await rt.store.lockEvents({ deliveryIds: ids }, transaction);
+      const n = await rt.store.requeueDeliveries(ids, rt.clock(), transaction);
+      // Owed again: wake the relays once this chunk commits (src/ops/wake-relays.ts).
+      if (n > 0)
+        await wakeRelaysOnCommit(
+          rt,
+          transaction,
+          events.map((e) => e.name),
+        );
+      return { found: ids.length, requeued: n };
     });
     requeued += step.requeued;
+    if (step.requeued > 0) options.onBatch?.({ requeued: step.requeued, totalRequeued: requeued });
     if (step.found < want) break;
   }
   return requeued;

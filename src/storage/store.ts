@@ -286,8 +286,17 @@ export interface Maintenance {
   addDeliveries(rows: readonly Addition[], transaction: Transaction): Promise<number>;
   /** The ids of up to `limit` dead rows of a filter, oldest event first. */
   deadDeliveryIds(filter: DeadFilter, limit: number, transaction: Transaction): Promise<string[]>;
+  /** How many dead rows a filter finds, at most `limit` (`requeueDead({ dryRun })`). */
+  countDeadDeliveries(filter: DeadFilter, limit: number): Promise<number>;
   /** Requeue these rows if still dead: pending, attempts zero, owed from `now`; returns how many. */
   requeueDeliveries(ids: readonly string[], now: Date, transaction: Transaction): Promise<number>;
+  /**
+   * Queue the LISTEN/NOTIFY wakeup for these topics in `transaction` (one NOTIFY per
+   * topic, sent by the server when it commits, never for a rollback), for an operation
+   * that makes rows owed (replay, requeue). Only a store that notifies in its write has it
+   * (PostgreSQL with a `notifyInWrite` wakeup); it does nothing without a channel.
+   */
+  notifyInTransaction?(topics: readonly string[], transaction: Transaction): Promise<void>;
   /** Dead letters, newest first, with their errors and events. */
   readDeadLetters(filter: { receiverKey?: string; limit: number }): Promise<DeadLetterRow[]>;
 
@@ -311,10 +320,12 @@ export interface Maintenance {
   deleteDeadDeliveries(before: Date, limit: number): Promise<number>;
 }
 
-/** An event an operation locked: its sequence and uuid. */
+/** An event an operation locked: its sequence, uuid and name (its topic). */
 export interface LockedEvent {
   readonly sequence: string;
   readonly uuid: string;
+  /** The event's name: the topic a wakeup names once the operation commits. */
+  readonly name: string;
 }
 
 /** The rows a cancel may withdraw. */

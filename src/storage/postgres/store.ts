@@ -85,6 +85,16 @@ export class PostgresStore extends SqlStore {
     this.#recordMixedName = preparedName('record_mixed', this.#sql.recordMixed);
   }
 
+  /** The store role's `notifyInTransaction`: one `pg_notify` per topic, in `transaction`. */
+  async notifyInTransaction(topics: readonly string[], transaction: Transaction): Promise<void> {
+    if (!this.notifyChannel || topics.length === 0) return;
+    await this.runner.run(
+      'SELECT pg_notify($1, t) FROM unnest($2::text[]) AS t',
+      [this.notifyChannel, [...new Set(topics)]],
+      transaction,
+    );
+  }
+
   /**
    * Run one of the relay's statements on a pool connection of its own, prepared under
    * `name` (unnamed with `preparedStatements: false`), see pg-client.ts.

@@ -23,7 +23,7 @@ export type EventSelector = 'uuid' | 'sequence' | 'delivery';
 
 /**
  * The events named by `$1` (a list of uuids, of sequences, or of delivery ids whose events
- * they are), `(id, uuid)` in primary-key order: the order in which every operation that
+ * they are), `(id, uuid, name)` in primary-key order: the order in which every operation that
  * writes an event's rows takes its events' locks (PostgreSQL appends `FOR UPDATE OF e`,
  * see postgres/event-locks.ts; SQLite's write transaction is the one writer and needs no
  * row lock). Reads the events' primary key, or their uuid's unique index.
@@ -36,7 +36,7 @@ export function eventsInKeyOrder(t: TableNames, d: SqlDialect, by: EventSelector
         ? d.inList('e.id', 1, 'bigint')
         : `e.id IN (SELECT x.event_id FROM ${t.deliveries} x WHERE ${d.inList('x.id', 1, 'bigint')})`;
   return `
-      SELECT e.id AS sequence, e.uuid AS uuid FROM ${t.events} e
+      SELECT e.id AS sequence, e.uuid AS uuid, e.name AS name FROM ${t.events} e
       WHERE ${where}
       ORDER BY e.id`;
 }
@@ -69,6 +69,8 @@ export interface OperationStatements {
   readonly deadLetters: string;
   /** The dead rows of a filter; with topics, the text that reads them. */
   deadCandidates(withTopics: boolean): string;
+  /** How many rows {@link deadCandidates} would return (`requeueDead({ dryRun })`). */
+  countDeadCandidates(withTopics: boolean): string;
 }
 
 export function operationStatements(t: TableNames, d: SqlDialect): OperationStatements {
@@ -151,6 +153,16 @@ export function operationStatements(t: TableNames, d: SqlDialect): OperationStat
         }
       ORDER BY c.event_id, c.id
       LIMIT $3`,
+    /** `(n)`: how many dead rows the same filter finds, at most $3. Reads every dead row. */
+    countDeadCandidates: (withTopics) => `
+      SELECT count(*) AS n FROM (
+        SELECT c.id FROM ${t.deliveries} c
+        WHERE c.status = 'dead'
+          AND (${d.param(1, 'text')} IS NULL OR c.receiver_key = ${d.param(1, 'text')})
+          AND (${d.listIsNull(2, 'bigint')} OR ${d.inList('c.id', 2, 'bigint')})${
+            withTopics ? `\n          AND ${topicMatchSql(t, d, 'c', 4, 5)}` : ''
+          }
+        LIMIT $3) x`,
   };
 }
 

@@ -335,7 +335,11 @@ export abstract class SqlStore implements OutboxStore {
       [this.d.list(list, type)],
       transaction,
     );
-    return rows.map((r) => ({ sequence: String(r.sequence), uuid: String(r.uuid) }));
+    return rows.map((r) => ({
+      sequence: String(r.sequence),
+      uuid: String(r.uuid),
+      name: String(r.name),
+    }));
   }
 
   async cancelDeliveries(
@@ -394,6 +398,15 @@ export abstract class SqlStore implements OutboxStore {
       transaction,
     );
     return rows.map((r) => String(r.id));
+  }
+
+  async countDeadDeliveries(filter: DeadFilter, limit: number): Promise<number> {
+    if (filter.deliveryIds?.length === 0 || filter.topics?.length === 0 || limit <= 0) return 0;
+    const [row] = await this.runner.select(
+      this.ops.countDeadCandidates(filter.topics !== undefined),
+      deadCandidatesBind(this.d, filter, limit),
+    );
+    return Number(row?.n ?? 0);
   }
 
   requeueDeliveries(ids: readonly string[], now: Date, transaction: Transaction): Promise<number> {

@@ -1,0 +1,180 @@
+/**
+ * The claim time while events pass through and the history is pruned (issue 9's "the claim
+ * time with a relay sweeping while 1,000,000 events pass through"): `--only claim-prune`.
+ *
+ * One relay (`outbox.runRelay()`, the noop-delivery receiver, its own idle sweep off) drains
+ * `events` events fed to it in waves of `wave` (seeded set-based, as a producer's commits
+ * would land, whenever fewer than a wave are owed), while — with `pruner: true` — a second
+ * outbox instance on its own pool runs `pruneEvents({ olderThan: 0s })` in a loop, deleting
+ * what the relay delivered batch by batch (its event locks, its last-success writes, its
+ * DELETEs) as `outbox prune` or another relay's idle sweep would. With `pruner: false` the
+ * history grows to `events` settled events instead: the baseline.
+ *
+ * `{"bench":"prune","figure":"claim-while-pruning","pruner":…}`: the claim statement's time
+ * (`relay:claimed`, the relay's own monotonic measurement, claims that took rows) p50 / p99
+ * over the whole run and over its first and last tenth of events, the history at the end,
+ * what the pruner deleted, and the run's events per second. Flat from first to last tenth,
+ * and close to the baseline, is the goal: the claim reads the owed rows' partial index,
+ * never history, and the prune's locks are on settled events no claim wants.
+ *
+ * The relay, the feeder and the pruner share this process (one event loop, the pruner's work
+ * is almost all in PostgreSQL); read `load1m` beside the figures.
+ */
+import { createOutbox, defineOutbox, receiver, silentLogger } from '../src/index.js';
+import {
+  dropSchema,
+  emit,
+  newSchemaName,
+  note,
+  openSequelize,
+  Ping,
+  quantile,
+  round,
+  sleep,
+} from './common.js';
+import { settle } from './pg.js';
+
+export interface ClaimPruneBenchOptions {
+  /** Events that pass through the relay. */
+  readonly events: number;
+  /** Events seeded at a time, whenever fewer than this many are owed. */
+  readonly wave: number;
+  /** With the pruner, without it, or both (in that order). */
+  readonly pruner: readonly boolean[];
+}
+
+const config = defineOutbox({
+  events: { 'bench.Ping': Ping },
+  receivers: { noop: receiver('bench.Ping', { deliver: async () => {} }) },
+  settings: { relayPrune: false },
+});
+
+/** Seed events `from`..`to`, owed now to the noop receiver (one pending row each). */
+async function seedOwed(
+  sequelize: ReturnType<typeof openSequelize>,
+  schema: string,
+  from: number,
+  to: number,
+): Promise<void> {
+  const s = `"${schema}"`;
+  await sequelize.query(`
+    WITH e AS (
+      INSERT INTO ${s}.outbox_events (uuid, name, payload, occurred_at, recorded_at)
+      SELECT gen_random_uuid(), 'bench.Ping', jsonb_build_object('n', g, 'note', ''), now(), now()
+      FROM generate_series(${from}, ${to}) g
+      RETURNING id)
+    INSERT INTO ${s}.outbox_deliveries (event_id, receiver_key, status, max_attempts, available_at)
+    SELECT id, 'noop', 'pending', 5, now() FROM e`);
+}
+
+/** p50 / p99 / max of a list of milliseconds. */
+function spread(ms: number[]) {
+  const sorted = [...ms].sort((a, b) => a - b);
+  return {
+    p50: round(quantile(sorted, 0.5)),
+    p99: round(quantile(sorted, 0.99)),
+    max: round(sorted[sorted.length - 1] ?? 0),
+  };
+}
+
+async function runOnce(o: ClaimPruneBenchOptions, pruner: boolean): Promise<void> {
+  const schema = newSchemaName();
+  const feeder = openSequelize(2);
+  const relayDb = openSequelize(4);
+  const prunerDb = openSequelize(2);
+  try {
+    const outbox = createOutbox(config, {
+      sequelize: relayDb,
+      schema,
+      wakeup: null,
+      logger: silentLogger,
+    });
+    await outbox.migrate();
+    const pruning = createOutbox(config, {
+      sequelize: prunerDb,
+      schema,
+      wakeup: null,
+      logger: silentLogger,
+    });
+    await settle(schema);
+
+    /** Each claim that took rows: when (in events claimed before it) and how long. */
+    const claims: { before: number; ms: number }[] = [];
+    let claimed = 0;
+    outbox.on('relay:claimed', ({ rows, durationMs }) => {
+      if (rows === 0) return;
+      claims.push({ before: claimed, ms: durationMs });
+      claimed += rows;
+    });
+
+    note(
+      `claim-prune: ${o.events} events through one relay in waves of ${o.wave}, ${pruner ? 'a pruner deleting them as they settle' : 'no pruner (the history grows)'} …`,
+    );
+    const started = performance.now();
+    const stop = new AbortController();
+    const relay = outbox.runRelay({ signal: stop.signal, pollIntervalMs: 20 });
+
+    let pruned = 0;
+    let pruneCalls = 0;
+    const prunerDone = (async () => {
+      if (!pruner) return;
+      while (!stop.signal.aborted) {
+        const n = await pruning.pruneEvents({
+          olderThan: { seconds: 0 },
+          signal: stop.signal,
+          onBatch: (b) => {
+            pruned += b.events;
+          },
+        });
+        pruneCalls += 1;
+        if (n === 0) await sleep(50);
+      }
+    })();
+
+    let seeded = 0;
+    while (seeded < o.events) {
+      if (seeded - claimed < o.wave) {
+        const to = Math.min(o.events, seeded + o.wave);
+        await seedOwed(feeder, schema, seeded + 1, to);
+        seeded = to;
+      } else await sleep(5);
+    }
+    while (claimed < o.events) await sleep(20);
+    // Let the last batch be recorded before the relay stops.
+    while ((await outbox.countDeliveries()).succeeded + pruned < o.events) await sleep(20);
+    const seconds = (performance.now() - started) / 1000;
+    stop.abort();
+    await relay;
+    await prunerDone;
+
+    const [[history]] = (await feeder.query(
+      `SELECT count(*)::int AS n FROM "${schema}".outbox_events`,
+    )) as [{ n: number }[], unknown];
+    const tenth = o.events / 10;
+    emit({
+      bench: 'prune',
+      figure: 'claim-while-pruning',
+      pruner,
+      events: o.events,
+      wave: o.wave,
+      claims: claims.length,
+      claimMs: spread(claims.map((c) => c.ms)),
+      firstTenthClaimMs: spread(claims.filter((c) => c.before < tenth).map((c) => c.ms)),
+      lastTenthClaimMs: spread(claims.filter((c) => c.before >= o.events - tenth).map((c) => c.ms)),
+      historyAtEnd: history.n,
+      pruned,
+      pruneCalls,
+      seconds: round(seconds),
+      eventsPerSecond: Math.round(o.events / seconds),
+    });
+    await outbox.close();
+    await pruning.close();
+  } finally {
+    await dropSchema(feeder, schema);
+    await Promise.all([feeder.close(), relayDb.close(), prunerDb.close()]);
+  }
+}
+
+export async function benchClaimPrune(o: ClaimPruneBenchOptions): Promise<void> {
+  for (const pruner of o.pruner) await runOnce(o, pruner);
+}
