@@ -1,6 +1,7 @@
 import type { ClientConfig, Client as PgClient } from 'pg';
 import { ConfigurationError } from '../errors/outbox-error.js';
 import { consoleLogger, type OutboxLogger } from '../observe/logger.js';
+import { dispatchSignal } from './dispatch.js';
 import type { OutboxWakeup, WakeupConnection, WakeupListenContext } from './wakeup.js';
 
 /** Options of {@link listenNotifyWakeup}. */
@@ -74,17 +75,7 @@ export function listenNotifyWakeup(options: ListenNotifyOptions = {}): OutboxWak
   let lost = false;
   let closed = false;
 
-  const dispatch = (topics: readonly string[]) => {
-    for (const listener of [...listeners]) {
-      try {
-        listener(topics);
-      } catch (error) {
-        logger.warn('a wakeup listener threw; the other listeners still heard the signal', {
-          error,
-        });
-      }
-    }
-  };
+  const dispatch = (topics: readonly string[]) => dispatchSignal(listeners, topics, logger);
 
   const scheduleReconnect = () => {
     if (closed || listeners.size === 0 || retryTimer) return;

@@ -3,6 +3,7 @@ import { ConfigurationError } from '../errors/outbox-error.js';
 import { consoleLogger, type OutboxLogger } from '../observe/logger.js';
 import { realScheduler, type Scheduler, type TimerHandle } from '../runtime.js';
 import { checkAmqpUrl, loadAmqplib, redactUrl } from '../transports/rabbitmq/load-amqplib.js';
+import { dispatchSignal } from './dispatch.js';
 import type { OutboxWakeup, WakeupListenContext } from './wakeup.js';
 
 /** Options of {@link rabbitmqWakeup}. */
@@ -148,17 +149,7 @@ export function rabbitmqWakeup(options: RabbitmqWakeupOptions): OutboxWakeup {
   /** A connection was lost since the last one opened: signal everyone once it is back. */
   let lost = false;
 
-  const dispatch = (topics: readonly string[]) => {
-    for (const listener of [...listeners]) {
-      try {
-        listener(topics);
-      } catch (error) {
-        logger.warn('a wakeup listener threw; the other listeners still heard the signal', {
-          error,
-        });
-      }
-    }
-  };
+  const dispatch = (topics: readonly string[]) => dispatchSignal(listeners, topics, logger);
 
   const scheduleReconnect = () => {
     if (closed || listeners.size === 0 || retryTimer) return;

@@ -6,6 +6,7 @@ import {
   loadIoRedis,
   quitOrDrop,
 } from '../transports/redis-streams/load-ioredis.js';
+import { dispatchSignal } from './dispatch.js';
 import type { OutboxWakeup, WakeupListenContext } from './wakeup.js';
 
 /**
@@ -138,17 +139,7 @@ export function redisWakeup(options: RedisWakeupOptions): OutboxWakeup {
   let publisher: Promise<RedisWakeupClient> | undefined;
   let ownPublisher: IoRedis | undefined;
 
-  const dispatch = (topics: readonly string[]) => {
-    for (const listener of [...listeners]) {
-      try {
-        listener(topics);
-      } catch (error) {
-        logger.warn('a wakeup listener threw; the other listeners still heard the signal', {
-          error,
-        });
-      }
-    }
-  };
+  const dispatch = (topics: readonly string[]) => dispatchSignal(listeners, topics, logger);
 
   /** Count a failure and try again after the backoff, or give up after `maxFailures`. */
   const scheduleReconnect = () => {
