@@ -20,7 +20,7 @@
  * The relay, the feeder and the pruner share this process (one event loop, the pruner's work
  * is almost all in PostgreSQL); read `load1m` beside the figures.
  */
-import { createOutbox, defineOutbox, receiver, silentLogger } from '../src/index.js';
+import { createOutbox, defineOutbox, event, receiver, silentLogger } from '../src/index.js';
 import {
   dropSchema,
   emit,
@@ -39,15 +39,31 @@ export interface ClaimPruneBenchOptions {
   readonly events: number;
   /** Events seeded at a time, whenever fewer than this many are owed. */
   readonly wave: number;
-  /** With the pruner, without it, or both (in that order). */
-  readonly pruner: readonly boolean[];
+  /**
+   * How the history is pruned, one run each, in order: `loop`, a second instance pruning in
+   * a loop beside the relay (the worst case); `sweep`, the relay's own idle sweep, every
+   * {@link SWEEP_SECONDS} seconds of the relay finding nothing to claim (what production
+   * runs); `off`, nothing (the history grows: the baseline).
+   */
+  readonly pruner: readonly ('loop' | 'sweep' | 'off')[];
 }
 
-const config = defineOutbox({
-  events: { 'bench.Ping': Ping },
-  receivers: { noop: receiver('bench.Ping', { deliver: async () => {} }) },
-  settings: { relayPrune: false },
-});
+/** The idle sweep's interval in the `sweep` run (production's default is 300 s). */
+const SWEEP_SECONDS = 10;
+/** The `sweep` run's pause after each wave is claimed: the relay goes idle, and may sweep. */
+const BURST_PAUSE_MS = 200;
+
+/** The `sweep` run's event: deleted once consumed, so the relay's default sweep takes it. */
+const Consumed = event({ schema: Ping.schema, retention: 'succeeded' });
+
+const configOf = (sweep: boolean) =>
+  defineOutbox({
+    events: { 'bench.Ping': sweep ? Consumed : Ping },
+    receivers: { noop: receiver('bench.Ping', { deliver: async () => {} }) },
+    settings: sweep
+      ? { relayPrune: true, relayPruneSeconds: SWEEP_SECONDS }
+      : { relayPrune: false },
+  });
 
 /** Seed events `from`..`to`, owed now to the noop receiver (one pending row each). */
 async function seedOwed(
@@ -55,12 +71,13 @@ async function seedOwed(
   schema: string,
   from: number,
   to: number,
+  deleteWhen: 'succeeded' | null = null,
 ): Promise<void> {
   const s = `"${schema}"`;
   await sequelize.query(`
     WITH e AS (
-      INSERT INTO ${s}.outbox_events (uuid, name, payload, occurred_at, recorded_at)
-      SELECT gen_random_uuid(), 'bench.Ping', jsonb_build_object('n', g, 'note', ''), now(), now()
+      INSERT INTO ${s}.outbox_events (uuid, name, payload, occurred_at, recorded_at, delete_when)
+      SELECT gen_random_uuid(), 'bench.Ping', jsonb_build_object('n', g, 'note', ''), now(), now(), ${deleteWhen ? `'${deleteWhen}'` : 'NULL'}
       FROM generate_series(${from}, ${to}) g
       RETURNING id)
     INSERT INTO ${s}.outbox_deliveries (event_id, receiver_key, status, max_attempts, available_at)
@@ -77,7 +94,9 @@ function spread(ms: number[]) {
   };
 }
 
-async function runOnce(o: ClaimPruneBenchOptions, pruner: boolean): Promise<void> {
+async function runOnce(o: ClaimPruneBenchOptions, mode: 'loop' | 'sweep' | 'off'): Promise<void> {
+  const pruner = mode === 'loop';
+  const config = configOf(mode === 'sweep');
   const schema = newSchemaName();
   const feeder = openSequelize(2);
   const relayDb = openSequelize(4);
@@ -108,7 +127,7 @@ async function runOnce(o: ClaimPruneBenchOptions, pruner: boolean): Promise<void
     });
 
     note(
-      `claim-prune: ${o.events} events through one relay in waves of ${o.wave}, ${pruner ? 'a pruner deleting them as they settle' : 'no pruner (the history grows)'} …`,
+      `claim-prune: ${o.events} events through one relay in waves of ${o.wave}, ${mode === 'loop' ? 'a pruner deleting them as they settle' : mode === 'sweep' ? `the relay's idle sweep every ${SWEEP_SECONDS} s` : 'no pruner (the history grows)'} …`,
     );
     const started = performance.now();
     const stop = new AbortController();
@@ -133,7 +152,15 @@ async function runOnce(o: ClaimPruneBenchOptions, pruner: boolean): Promise<void
 
     let seeded = 0;
     while (seeded < o.events) {
-      if (seeded - claimed < o.wave) {
+      if (mode === 'sweep') {
+        // Bursts: a wave, then a pause once it is claimed, so the relay finds nothing to
+        // claim now and then — the only time its idle sweep runs.
+        const to = Math.min(o.events, seeded + o.wave);
+        await seedOwed(feeder, schema, seeded + 1, to, 'succeeded');
+        seeded = to;
+        while (claimed < seeded) await sleep(5);
+        await sleep(BURST_PAUSE_MS);
+      } else if (seeded - claimed < o.wave) {
         const to = Math.min(o.events, seeded + o.wave);
         await seedOwed(feeder, schema, seeded + 1, to);
         seeded = to;
@@ -141,7 +168,10 @@ async function runOnce(o: ClaimPruneBenchOptions, pruner: boolean): Promise<void
     }
     while (claimed < o.events) await sleep(20);
     // Let the last batch be recorded before the relay stops.
-    while ((await outbox.countDeliveries()).succeeded + pruned < o.events) await sleep(20);
+    // (the sweep's deletions are read off the history at the end)
+    while (mode !== 'sweep' && (await outbox.countDeliveries()).succeeded + pruned < o.events)
+      await sleep(20);
+    if (mode === 'sweep') await sleep(1000);
     const seconds = (performance.now() - started) / 1000;
     stop.abort();
     await relay;
@@ -154,7 +184,7 @@ async function runOnce(o: ClaimPruneBenchOptions, pruner: boolean): Promise<void
     emit({
       bench: 'prune',
       figure: 'claim-while-pruning',
-      pruner,
+      pruner: mode,
       events: o.events,
       wave: o.wave,
       claims: claims.length,
@@ -162,7 +192,7 @@ async function runOnce(o: ClaimPruneBenchOptions, pruner: boolean): Promise<void
       firstTenthClaimMs: spread(claims.filter((c) => c.before < tenth).map((c) => c.ms)),
       lastTenthClaimMs: spread(claims.filter((c) => c.before >= o.events - tenth).map((c) => c.ms)),
       historyAtEnd: history.n,
-      pruned,
+      pruned: mode === 'sweep' ? o.events - history.n : pruned,
       pruneCalls,
       seconds: round(seconds),
       eventsPerSecond: Math.round(o.events / seconds),
@@ -176,5 +206,5 @@ async function runOnce(o: ClaimPruneBenchOptions, pruner: boolean): Promise<void
 }
 
 export async function benchClaimPrune(o: ClaimPruneBenchOptions): Promise<void> {
-  for (const pruner of o.pruner) await runOnce(o, pruner);
+  for (const mode of o.pruner) await runOnce(o, mode);
 }

@@ -144,9 +144,9 @@ async function main(): Promise<void> {
   }
   if (only.has('claim-prune')) {
     const pruner = values['claim-prune-pruner'].split(',').map((p) => {
-      if (p !== 'on' && p !== 'off')
-        throw new Error(`--claim-prune-pruner takes on, off or on,off (got ${p})`);
-      return p === 'on';
+      if (p !== 'on' && p !== 'off' && p !== 'sweep')
+        throw new Error(`--claim-prune-pruner takes on, off and sweep, comma-separated (got ${p})`);
+      return p === 'on' ? ('loop' as const) : p;
     });
     await benchClaimPrune({
       events: positiveInt('claim-prune-events', values['claim-prune-events']),
