@@ -2,7 +2,7 @@
  * Issue 12 items 3–6 and 18 (--log-format): the relay process from start to exit — a
  * database it cannot use, exit codes, closing what it used, signals, --shutdown-timeout.
  */
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { QueryTypes } from 'sequelize';
@@ -129,8 +129,13 @@ describeEachDialect('outbox relay lifecycle', (dialect) => {
   it('--shutdown-timeout hands the deliveries still in flight back, names them and exits 3', async () => {
     await outbox.migrate();
     await fire(1);
+    const started = `${received}.started`;
     const relay = startCli(['relay', '-c', PING_CONFIG, '--shutdown-timeout', '200', ...db.args], {
-      env: { OUTBOX_TEST_RECEIVED: received, OUTBOX_TEST_DELAY_MS: '20000' },
+      env: {
+        OUTBOX_TEST_RECEIVED: received,
+        OUTBOX_TEST_DELAY_MS: '20000',
+        OUTBOX_TEST_STARTED: started,
+      },
     });
     await waitFor(() => relay.output().stderr.includes('relay running'), 'the relay to start');
     const { sequelize, schema } = db.outboxOptions;
@@ -142,6 +147,12 @@ describeEachDialect('outbox relay lifecycle', (dialect) => {
         )
       )[0].n;
     await waitFor(async () => Number(await claimed()) > 0, 'the relay to claim the delivery');
+    // In hand, not merely claimed: a row claimed but not yet started is handed back at once
+    // (exit 0), which is not what this test is about.
+    await waitFor(
+      () => existsSync(started) && readFileSync(started, 'utf8').length > 0,
+      'the handler to start',
+    );
     relay.child.kill('SIGTERM');
     const result = await relay.done;
     expect(result.code).toBe(3);
