@@ -47,6 +47,12 @@ export interface OutboxEventMap {
    * successful try took: `outbox_record_duration_seconds`.
    */
   'relay:recorded': { rows: number; durationMs: number };
+  /**
+   * One batch of the relay's idle sweep was deleted (`events` and their `deliveries`
+   * rows), in its own transaction. A sweep of a large history is many of these, with the
+   * relay claiming between them.
+   */
+  'relay:pruned': { events: number; deliveries: number };
 }
 
 /**

@@ -342,8 +342,9 @@ export async function runRelay(rt: Runtime, options: RunRelayOptions = {}): Prom
         // Not idle while a batch is in hand: wait for it (or a wakeup), then claim again.
         await state.whileBusy();
       } else {
-        // Idle: prune, at most once per settings.relayPruneSeconds.
-        await sweep?.maybe(stop.signal);
+        // Idle: prune, at most once per settings.relayPruneSeconds; a sweep yields to work.
+        await sweep?.maybe(stop.signal, () => state.woken);
+        if (sweep?.unfinished) continue; // claim, then go on with the sweep
         if (options.untilIdle) break;
         if (options.passes !== undefined && report.passes >= options.passes) break;
         await state.idle(pollMs);

@@ -94,6 +94,31 @@ describeEachDialect('outbox.metrics()', (dialect) => {
     expect(sample(text, 'outbox_record_duration_seconds_count')).toBeGreaterThanOrEqual(1);
   });
 
+  it("counts what the relay's idle sweep pruned", async () => {
+    const Gone = event({ schema: z.object({ n: z.number() }), retention: 'succeeded' });
+    const sweeping = defineOutbox({
+      events: { 'i.Gone': Gone },
+      receivers: { 'r.gone': receiver(Gone, { handle: () => {} }) },
+    });
+    const outbox = await openOutbox(db, sweeping, { clock: testClock().now });
+    const registry = new Registry();
+    outbox.metrics(registry);
+    expect(sample(await registry.metrics(), 'outbox_pruned_events_total')).toBe(0);
+    for (const n of [1, 2]) await outbox.fire('i.Gone', { n });
+    let mono = 0;
+    // Delivered at the first passes; swept at the first idle pass an interval (300 s) on.
+    await outbox.runRelay({
+      passes: 6,
+      monotonic: () => mono,
+      sleep: async () => {
+        mono += 600_000;
+      },
+    });
+    const text = await registry.metrics();
+    expect(sample(text, 'outbox_pruned_events_total')).toBe(2);
+    expect(sample(text, 'outbox_pruned_deliveries_total')).toBe(2);
+  });
+
   it('reads the gauges from health() at scrape time', async () => {
     const { clock, outbox, registry } = await setup();
     for (const orderId of ['o1', 'o2']) await outbox.fire('shop.OrderPlaced', { orderId });

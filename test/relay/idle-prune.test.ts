@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { z } from 'zod';
-import { defineOutbox, event, type Outbox, receiver } from '../../src/index.js';
+import { defineOutbox, event, inProcessWakeup, type Outbox, receiver } from '../../src/index.js';
 import { runtimeOf } from '../../src/runtime.js';
 import type { TestDatabase } from '../../testing/databases.js';
 import { describeEachDialect } from '../support/dialects.js';
@@ -137,5 +137,86 @@ describeEachDialect('relay: the idle sweep', (dialect) => {
       options.logging = previous;
     }
     expect(await eventCount(outbox)).toBe(2);
+  });
+
+  /** A relay whose every sweep batch takes `batchMs` on the monotonic clock. */
+  function timedRelay(
+    outbox: Outbox<Config>,
+    passes: number,
+    batchMs: number,
+    onWait: () => Promise<void>,
+  ) {
+    let mono = 1_000_000;
+    const off = outbox.on('relay:pruned', () => {
+      mono += batchMs;
+    });
+    return outbox
+      .runRelay({
+        passes,
+        monotonic: () => mono,
+        sleep: async () => {
+          await onWait();
+          mono += 60_000;
+        },
+      })
+      .finally(off);
+  }
+
+  it('a sweep yields to the relay once it has held it for a poll interval, and goes on at the next idle pass', async () => {
+    // Batches of 2 rows (2 events with no deliveries), each taking 600 ms; the poll
+    // interval is 1 s: a sweep pass deletes 2 batches, then lets the relay claim.
+    const outbox = await openOutbox(db, configWith({ pruneBatchRows: 2 }), {
+      clock: testClock().now,
+    });
+    for (let n = 0; n < 10; n++) await outbox.fire('i.Gone', { n });
+    const claims: number[] = [];
+    const off = outbox.on('relay:claimed', () => claims.push(0));
+    const left: number[] = [];
+    const pruned: number[] = [];
+    const offPruned = outbox.on('relay:pruned', (b) => pruned.push(b.events));
+    try {
+      // Idle at 0 s (no sweep yet), then 60 s: the sweep begins, and yields, and goes on
+      // at each following pass without waiting for the next interval.
+      await timedRelay(outbox, 6, 600, async () => {
+        left.push(await eventCount(outbox));
+      });
+    } finally {
+      off();
+      offPruned();
+    }
+    expect(pruned).toEqual([2, 2, 2, 2, 2]);
+    expect(left).toEqual([10, 0, 0]);
+    // Every pass claimed first: 6 passes, the sweep spread over 4 of them (it yields after
+    // its last batch too, and finds nothing due at the pass after).
+    expect(claims.length).toBe(6);
+    expect(await eventCount(outbox)).toBe(0);
+  });
+
+  it('a sweep yields between batches when a wakeup says something was written', async () => {
+    const wakeup = inProcessWakeup();
+    const outbox = await openOutbox(db, configWith({ pruneBatchRows: 1 }), {
+      clock: testClock().now,
+      wakeup,
+    });
+    for (let n = 0; n < 5; n++) await outbox.fire('i.Gone', { n });
+    const seen: string[] = [];
+    const offClaimed = outbox.on('relay:claimed', () => seen.push('claim'));
+    // A wakeup during the sweep's first batch (it reaches the relay in a microtask, so the
+    // batch after it is already under way): the sweep stops after that one, the relay
+    // claims, and the sweep goes on at the next idle pass.
+    const offPruned = outbox.on('relay:pruned', () => {
+      if (!seen.includes('prune')) wakeup.signal(['i.Gone']);
+      seen.push('prune');
+    });
+    try {
+      await relayOn(outbox, 3, 60_000);
+    } finally {
+      offClaimed();
+      offPruned();
+    }
+    // Pass 1 at 0 s: nothing owed, no sweep yet. Pass 2 at 60 s: the sweep, cut short by
+    // the wakeup. Pass 3: the relay claims, then the sweep finishes.
+    expect(seen).toEqual(['claim', 'claim', 'prune', 'prune', 'claim', 'prune', 'prune', 'prune']);
+    expect(await eventCount(outbox)).toBe(0);
   });
 });

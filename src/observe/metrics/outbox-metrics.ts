@@ -13,6 +13,9 @@
  *   hook added innermost, so other hooks' own time is not counted.
  * - `outbox_claim_duration_seconds`, `outbox_record_duration_seconds` (histograms): the
  *   relay's two hot statements (`relay:claimed`, `relay:recorded`).
+ * - `outbox_pruned_events_total`, `outbox_pruned_deliveries_total` (counters): what the
+ *   relays' idle sweeps deleted (`relay:pruned`), so a retention that stopped working shows
+ *   as a flat line beside a growing `outbox_deliveries_total`.
  * - `outbox_owed`, `outbox_oldest_owed_age_seconds`, `outbox_dead`, `outbox_scheduled`,
  *   `outbox_claimed`, `outbox_lapsed_leases` (gauges): read from `health()` at scrape time,
  *   one read serving every gauge for `healthCacheMs`. A read that fails is logged and the
@@ -114,6 +117,21 @@ export function registerOutboxMetrics<R extends MetricsRegistry>(
   });
   rt.events.on('relay:claimed', ({ durationMs }) => claim.observe(durationMs / 1000));
   rt.events.on('relay:recorded', ({ durationMs }) => record.observe(durationMs / 1000));
+
+  const prunedEvents = new prom.Counter({
+    name: 'outbox_pruned_events_total',
+    help: "Events deleted by this process's relays' idle sweeps.",
+    registers,
+  });
+  const prunedDeliveries = new prom.Counter({
+    name: 'outbox_pruned_deliveries_total',
+    help: "Delivery rows deleted by this process's relays' idle sweeps.",
+    registers,
+  });
+  rt.events.on('relay:pruned', ({ events, deliveries }) => {
+    prunedEvents.inc(events);
+    prunedDeliveries.inc(deliveries);
+  });
 
   const read = cachedHealth(rt, cacheMs);
   const gauge = (name: string, help: string, value: (h: OutboxHealth) => number) =>
