@@ -15,8 +15,9 @@
  * A SWEEP YIELDS TO THE RELAY'S OWN WORK. A sweep of a large history takes minutes, and a
  * relay awaiting it claims nothing meanwhile (measured: a 1,000,000-event run spent most
  * of its wall time inside sweeps). So between batches the sweep stops when a wakeup says
- * something was written, or once it has held the relay for one poll interval (the longest
- * a polling relay waits to notice work anyway); the relay claims, and the sweep goes on at
+ * something was written, or once it has held the relay for one poll interval (the relay's
+ * own, `runRelay({ pollIntervalMs })`: the longest a polling relay waits to notice work
+ * anyway); the relay claims, and the sweep goes on at
  * its next idle pass without waiting for another interval, until nothing is due. A relay
  * therefore waits at most one prune batch (`settings.pruneBatchRows` rows) past a wakeup.
  */
@@ -55,11 +56,15 @@ export class IdleSweep {
   /**
    * Sweep if an interval has passed since the relay started or since the last sweep began,
    * or go on with a sweep that yielded. Returns between batches once `woken()` says work
-   * arrived or one poll interval (`settings.pollIntervalMs`, on the monotonic clock) has
+   * arrived or `yieldAfterMs` (the relay's poll interval, on the monotonic clock) has
    * passed; never throws (a failed sweep is logged, reported as `relay:error`, and waits
    * for the next interval like a finished one).
    */
-  async maybe(signal: AbortSignal, woken: () => boolean = () => false): Promise<void> {
+  async maybe(
+    signal: AbortSignal,
+    woken: () => boolean = () => false,
+    yieldAfterMs: number = this.rt.config.settings.pollIntervalMs,
+  ): Promise<void> {
     const at = this.monotonic();
     if (signal.aborted) return;
     if (!this.#unfinished) {
@@ -68,7 +73,7 @@ export class IdleSweep {
       this.#deleted = 0;
     }
     this.#unfinished = false;
-    const until = at + this.rt.config.settings.pollIntervalMs;
+    const until = at + yieldAfterMs;
     const cut = new AbortController();
     const onStop = () => cut.abort();
     signal.addEventListener('abort', onStop, { once: true });

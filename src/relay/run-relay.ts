@@ -343,7 +343,7 @@ export async function runRelay(rt: Runtime, options: RunRelayOptions = {}): Prom
         await state.whileBusy();
       } else {
         // Idle: prune, at most once per settings.relayPruneSeconds; a sweep yields to work.
-        await sweep?.maybe(stop.signal, () => state.woken);
+        await sweep?.maybe(stop.signal, () => state.woken, pollMs);
         if (sweep?.unfinished) continue; // claim, then go on with the sweep
         if (options.untilIdle) break;
         if (options.passes !== undefined && report.passes >= options.passes) break;
