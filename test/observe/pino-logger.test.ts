@@ -1,3 +1,5 @@
+import { Writable } from 'node:stream';
+import { pino } from 'pino';
 import { Sequelize } from 'sequelize';
 import { afterAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
@@ -128,5 +130,68 @@ describe('createOutbox({ logger })', () => {
     const outbox = outboxWith(pinoLogger(logger));
     runtimeOf(outbox).logger.info('relay started');
     expect(calls.map((c) => c.args)).toEqual([['relay started']]);
+  });
+});
+
+describe('a real pino logger (pino 10)', () => {
+  it("writes the relay's entries as pino JSON lines: fields as keys, an error through pino's err serializer", async () => {
+    const lines: Record<string, unknown>[] = [];
+    const destination = new Writable({
+      write(chunk, _encoding, done) {
+        for (const line of String(chunk).split('\n')) if (line.trim()) lines.push(JSON.parse(line));
+        done();
+      },
+    });
+    const logger = pino({ level: 'debug' }, destination);
+    const sequelize = new Sequelize('sqlite::memory:', { logging: false });
+    try {
+      const Placed = event({ schema: z.object({ n: z.number() }) });
+      const config = defineOutbox({
+        events: { 'shop.Placed': Placed },
+        receivers: {
+          'shop.ship': receiver(Placed, {
+            handle: () => {
+              throw new Error('the carrier said no');
+            },
+          }),
+        },
+      });
+      const outbox = createOutbox(config, { sequelize, wakeup: null, logger });
+      await outbox.migrate();
+      await outbox.fire('shop.Placed', { n: 1 });
+      await outbox.deliverPending();
+      runtimeOf(outbox).logger.error('the wakeup gave up', {
+        error: new Error('connection refused'),
+      });
+      await outbox.close();
+    } finally {
+      await sequelize.close();
+    }
+    const errLine = lines.find((l) => l.msg === 'the wakeup gave up');
+    // A failed attempt: a warning whose `failure` field pino writes as data (cause included).
+    expect(lines).toContainEqual(
+      expect.objectContaining({
+        level: 40,
+        msg: expect.stringMatching(/^delivery 1 to shop\.ship failed \(attempt 1 of 5\)/),
+        failure: expect.objectContaining({
+          name: 'DeliveryError',
+          code: 'OUTBOX_DELIVERY',
+          cause: expect.objectContaining({ message: 'the carrier said no' }),
+        }),
+      }),
+    );
+    // An `error` field reaches pino raw, as `err`, through pino's own serializer.
+    expect(errLine).toMatchObject({
+      level: 50,
+      msg: 'the wakeup gave up',
+      err: { type: 'Error', message: 'connection refused', stack: expect.any(String) },
+    });
+    // Every line is pino's own shape: a numeric level, a time, a message.
+    for (const l of lines)
+      expect(l).toMatchObject({
+        level: expect.any(Number),
+        time: expect.any(Number),
+        msg: expect.any(String),
+      });
   });
 });
