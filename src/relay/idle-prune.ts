@@ -17,9 +17,11 @@
  * of its wall time inside sweeps). So between batches the sweep stops when a wakeup says
  * something was written, or once it has held the relay for one poll interval (the relay's
  * own, `runRelay({ pollIntervalMs })`: the longest a polling relay waits to notice work
- * anyway); the relay claims, and the sweep goes on at
- * its next idle pass without waiting for another interval, until nothing is due. A relay
- * therefore waits at most one prune batch (`settings.pruneBatchRows` rows) past a wakeup.
+ * anyway); the relay claims, and the sweep goes on until nothing is due: at the next idle
+ * pass without waiting for another interval, and after each claim that took rows, while
+ * that batch is delivered (at least one prune batch per claim, so a relay that is never idle
+ * again still finishes the sweep it began). A relay therefore waits at most one prune batch
+ * (`settings.pruneBatchRows` rows) past a wakeup.
  */
 import { pruneEvents } from '../ops/prune.js';
 import type { Runtime } from '../runtime.js';

@@ -337,6 +337,9 @@ export async function runRelay(rt: Runtime, options: RunRelayOptions = {}): Prom
       }
       if (claim.rows.length > 0) {
         state.add(runBatch(claim));
+        // A sweep that yielded goes on beside the work (the batch is under way), a batch or
+        // a poll interval at a time, so a busy relay's history is still pruned.
+        if (sweep?.unfinished) await sweep.maybe(stop.signal, () => state.woken, pollMs);
         await state.afterClaim(claim.rows.length >= batchSize);
       } else if (state.inFlight > 0) {
         // Not idle while a batch is in hand: wait for it (or a wakeup), then claim again.

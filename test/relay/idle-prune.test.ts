@@ -219,4 +219,59 @@ describeEachDialect('relay: the idle sweep', (dialect) => {
     expect(seen).toEqual(['claim', 'claim', 'prune', 'prune', 'claim', 'prune', 'prune', 'prune']);
     expect(await eventCount(outbox)).toBe(0);
   });
+
+  it('a sweep that yielded goes on beside the work, so a relay that is never idle again still finishes it', async () => {
+    const CHAIN = 60;
+    let goneAtLastMail = -1;
+    let outbox!: Outbox<ReturnType<typeof chained>>;
+    const gone = async () => (await runtimeOf(outbox).store.readEvents({ name: 'i.Gone' })).length;
+    // Each mail's handler fires the next one in its own transaction: once the first is
+    // written, the relay always has a row to claim until the chain ends.
+    const chained = () =>
+      defineOutbox({
+        events: { 'i.Gone': Gone, 'i.Mail': Mail },
+        receivers: {
+          'r.mail': receiver(Mail, {
+            handle: async (e, context) => {
+              if (e.payload.n < CHAIN)
+                await outbox.fire(
+                  'i.Mail',
+                  { n: e.payload.n + 1 },
+                  { transaction: context.transaction },
+                );
+              else goneAtLastMail = await gone();
+            },
+          }),
+        },
+        settings: { relayPruneSeconds: 60, pollIntervalMs: 1000, pruneBatchRows: 1 },
+      });
+    outbox = await openOutbox(db, chained(), { clock: testClock().now });
+    for (let n = 0; n < 20; n++) await outbox.fire('i.Gone', { n });
+    let mono = 1_000_000;
+    let first: Promise<unknown> | undefined;
+    let written = false;
+    // The sweep's first batch writes the first mail; once it is committed, every batch
+    // takes 2 s, past the 1 s budget: the sweep yields, and from then on runs one batch
+    // beside each claim.
+    const off = outbox.on('relay:pruned', () => {
+      first ??= outbox.fire('i.Mail', { n: 1 }).then(() => {
+        written = true;
+      });
+      if (written) mono += 2_000;
+    });
+    try {
+      await outbox.runRelay({
+        passes: 200,
+        monotonic: () => mono,
+        sleep: async () => {
+          mono += 60_000;
+        },
+      });
+    } finally {
+      off();
+    }
+    await first;
+    expect(goneAtLastMail).toBe(0);
+    expect(await gone()).toBe(0);
+  });
 });
