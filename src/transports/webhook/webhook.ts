@@ -106,6 +106,14 @@ export interface WebhookCommonOptions {
   /** How host names are resolved (see {@link WebhookLookup}). @defaultValue the system resolver */
   readonly lookup?: WebhookLookup;
   /**
+   * Certificate authorities (PEM) that `https:` endpoints' certificates may chain to,
+   * instead of Node's bundled ones: for endpoints inside your network signed by your own
+   * CA. The certificate is always checked against the URL's host name, also when the
+   * connection goes to an address the guard pinned.
+   * @defaultValue Node's bundled root certificates
+   */
+  readonly ca?: string | Uint8Array | readonly (string | Uint8Array)[];
+  /**
    * The header the signature `sha256=<HMAC-SHA256 of the body>` goes in: another name for
    * receivers that expect their own (`X-Webhook-Signature`).
    * @defaultValue `'outbox-signature'`
@@ -280,7 +288,7 @@ type Settings = Required<
     | 'logger'
   >
 > &
-  Pick<WebhookCommonOptions, 'allowsUrl' | 'onResult'> & {
+  Pick<WebhookCommonOptions, 'allowsUrl' | 'onResult' | 'ca'> & {
     readonly target: (
       event: OutboxEvent,
       context: DeliveryContext,
@@ -345,6 +353,7 @@ function resolveOptions(options: WebhookOptions): Settings {
     allowsUrl: options.allowsUrl,
     allowsAddress: options.allowsAddress ?? isPublicAddress,
     lookup: options.lookup ?? systemLookup,
+    ca: options.ca,
     signatureHeader: signatureHeader.toLowerCase(),
     onResult: options.onResult,
     concurrency,
@@ -377,6 +386,7 @@ function targetUrlProblem(url: unknown): string | undefined {
 function pinnedConnector(u: Undici, settings: Settings) {
   const base = u.buildConnector({
     lookup: checkedLookup(settings.lookup, settings.allowsAddress),
+    ...(settings.ca === undefined ? {} : { ca: settings.ca }),
   } as never);
   return (options: Parameters<typeof base>[0], callback: Parameters<typeof base>[1]): void => {
     const host = bareHost(options.hostname);
