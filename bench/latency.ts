@@ -36,6 +36,7 @@ import { type PeerLatencySetting, preparePeer, startPeerWorkers } from './peers/
 import { settle } from './pg.js';
 import type { BareWorkerOptions, ChildMessage, ProducerOptions } from './protocol.js';
 import { type RelayGroup, startRelays, startWorkers } from './relays.js';
+import type { BenchWakeup } from './wakeups.js';
 
 const BARE_WORKER = fileURLToPath(new URL('./bare/worker.ts', import.meta.url));
 const PRODUCER = fileURLToPath(new URL('./producer-worker.ts', import.meta.url));
@@ -55,6 +56,8 @@ export interface LatencyOptions {
   readonly producers?: number;
   /** The producers' `synchronous_commit` (default on; see ProducerOptions). */
   readonly producerSynchronousCommit?: boolean;
+  /** outboxkit: the wakeup between producers and relay (default listen-notify). */
+  readonly wakeup?: BenchWakeup;
 }
 
 /** The producers a rate gets unless told: one up to 200/s (the first figure's), else 4. */
@@ -115,6 +118,7 @@ export async function benchLatency(o: LatencyOptions): Promise<Record<string, un
           batchSize: 100,
           concurrency: 10,
           notifyChannel: channel,
+          wakeup: o.wakeup,
           pollIntervalMs: 1000,
           startAtOnce: true,
         },
@@ -158,6 +162,7 @@ export async function benchLatency(o: LatencyOptions): Promise<Record<string, un
         schema,
         workerId,
         notifyChannel: channel,
+        wakeup: system === 'outboxkit' ? o.wakeup : undefined,
         index,
         count: producers,
         total,
@@ -219,7 +224,12 @@ export async function benchLatency(o: LatencyOptions): Promise<Record<string, un
       ...(peer ? { setting: peer.setting } : {}),
       receiver:
         system === 'outboxkit' ? 'noop-handler' : system === 'bare' ? 'bare-claim' : 'noop-task',
-      wakeup: system === 'pgboss' ? `poll ${peer?.pollIntervalMs} ms` : 'listen-notify',
+      wakeup:
+        system === 'pgboss'
+          ? `poll ${peer?.pollIntervalMs} ms`
+          : system === 'outboxkit'
+            ? (o.wakeup ?? 'listen-notify')
+            : 'listen-notify',
       ratePerSecond: o.rate,
       achievedPerSecond: Math.round(achieved),
       producers,

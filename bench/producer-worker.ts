@@ -7,7 +7,8 @@
  *
  * What one event is, per system (each a BEGIN, one statement, a COMMIT):
  * - `outboxkit`: `outbox.fire()` in a Sequelize transaction, with `listenNotifyWakeup()`
- *   (its INSERT queues the NOTIFY), as an application fires;
+ *   (its INSERT queues the NOTIFY) or the run's broker wakeup (bench/wakeups.ts: a signal
+ *   after COMMIT returned), as an application fires;
  * - `bare`: node-postgres, the hand-written INSERT of the event and delivery rows plus
  *   `pg_notify` in one prepared statement (`bare/statements.ts`);
  * - `graphile`: `SELECT <schema>.add_job('ping', $1)` (graphile-worker's SQL API, which
@@ -26,12 +27,13 @@
  * at the end.
  */
 import { randomUUID } from 'node:crypto';
-import { createOutbox, listenNotifyWakeup, silentLogger } from '../src/index.js';
+import { createOutbox, silentLogger } from '../src/index.js';
 import { bareStatements } from './bare/statements.js';
 import { parentOrders, runChild, send } from './child.js';
 import { benchConfig, nowMs, openSequelize, sleep } from './common.js';
 import { connectPg } from './pg.js';
 import type { ProducerOptions } from './protocol.js';
+import { benchWakeup } from './wakeups.js';
 
 /** Fire event n in one transaction; resolves once COMMIT returned. */
 type Fire = (n: number) => Promise<void>;
@@ -49,7 +51,7 @@ async function setUp(o: ProducerOptions): Promise<{ fire: Fire; close(): Promise
     const outbox = createOutbox(benchConfig('probe-handler'), {
       sequelize,
       schema: o.schema,
-      wakeup: listenNotifyWakeup({ channel: o.notifyChannel }),
+      wakeup: benchWakeup(o.wakeup ?? 'listen-notify', o.notifyChannel ?? 'outboxkit'),
       logger: silentLogger,
     });
     await sequelize.authenticate();

@@ -11,6 +11,7 @@
  * producer's COMMIT return times, sent once at the end), `done` (the child's report).
  */
 import type { ReceiverKind } from './common.js';
+import type { BenchWakeup } from './wakeups.js';
 
 /** The experiments a relay process can patch in. */
 export const EXPERIMENTS = ['async-commit-handlers'] as const;
@@ -23,8 +24,10 @@ export interface RelayWorkerOptions {
   readonly workerId: string;
   readonly batchSize: number;
   readonly concurrency: number;
-  /** `listen-notify` on this channel, or no wakeup (the relay polls). */
+  /** The wakeup on this channel (`wakeup`, default listen-notify), or none: the relay polls. */
   readonly notifyChannel?: string;
+  /** Which wakeup listens on `notifyChannel` (bench/wakeups.ts). @defaultValue listen-notify */
+  readonly wakeup?: BenchWakeup;
   readonly pollIntervalMs: number;
   /** Start the relay at once instead of waiting for `go` (the latency run). */
   readonly startAtOnce?: boolean;
@@ -79,8 +82,10 @@ export interface ProducerOptions {
   readonly system: ProducerSystem;
   readonly schema: string;
   readonly workerId: string;
-  /** outboxkit and bare: the NOTIFY channel. */
+  /** outboxkit and bare: the NOTIFY channel (outboxkit: the `wakeup`'s channel). */
   readonly notifyChannel?: string;
+  /** outboxkit: which wakeup signals on `notifyChannel`. @defaultValue listen-notify */
+  readonly wakeup?: BenchWakeup;
   /** This producer fires n = index, index + count, index + 2·count, … < total. */
   readonly index: number;
   readonly count: number;

@@ -7,11 +7,12 @@
  * start and acknowledgement times, coalesced the same way) and finally `done` with the
  * relay's report.
  */
-import { createOutbox, listenNotifyWakeup, silentLogger } from '../src/index.js';
+import { createOutbox, silentLogger } from '../src/index.js';
 import { parentOrders, probeReporter, progressReporter, runChild, send } from './child.js';
 import { benchConfig, nowMs, openSequelize } from './common.js';
 import { useAsyncCommit } from './experiments/async-commit-handlers.js';
 import type { RelayWorkerOptions } from './protocol.js';
+import { benchWakeup } from './wakeups.js';
 
 async function main(): Promise<void> {
   const options = JSON.parse(process.argv[2] ?? '{}') as RelayWorkerOptions;
@@ -31,7 +32,9 @@ async function main(): Promise<void> {
   const outbox = createOutbox(config, {
     sequelize,
     schema: options.schema,
-    wakeup: options.notifyChannel ? listenNotifyWakeup({ channel: options.notifyChannel }) : null,
+    wakeup: options.notifyChannel
+      ? benchWakeup(options.wakeup ?? 'listen-notify', options.notifyChannel)
+      : null,
     logger: silentLogger,
   });
 

@@ -26,6 +26,7 @@ import { ensurePeers } from './peers/install.js';
 import { EXPERIMENTS, type Experiment } from './protocol.js';
 import { benchPrune } from './prune.js';
 import { benchRedisStreams } from './redis-streams.js';
+import { parseBenchWakeups } from './wakeups.js';
 import { benchWriteCost } from './write-cost.js';
 
 const DRAIN_KINDS: readonly DrainKind[] = [
@@ -50,6 +51,7 @@ const OPTIONS = {
   producers: { type: 'string' },
   'producer-async-commit': { type: 'boolean', default: false },
   systems: { type: 'string', default: 'outboxkit' },
+  wakeups: { type: 'string', default: 'listen-notify' },
   iterations: { type: 'string', default: '3000' },
   experiment: { type: 'string' },
   'prune-rows': { type: 'string', default: '100000' },
@@ -114,16 +116,23 @@ async function main(): Promise<void> {
       if (!(LATENCY_SYSTEMS as readonly string[]).includes(s))
         throw new Error(`--systems: unknown system ${s} (${LATENCY_SYSTEMS.join(', ')})`);
     if (systems.includes('graphile') || systems.includes('pgboss')) ensurePeers();
+    const wakeups = parseBenchWakeups(values.wakeups);
     for (const system of systems as LatencySystem[]) {
-      note(`latency: ${system}, ${rate} events/s for ${seconds} s …`);
-      await benchLatency({
-        system,
-        rate,
-        seconds,
-        warmupSeconds: 1,
-        producers,
-        producerSynchronousCommit: values['producer-async-commit'] ? false : undefined,
-      });
+      // Only outboxkit's relay takes another wakeup; the others have the one they have.
+      for (const wakeup of system === 'outboxkit' ? wakeups : [undefined]) {
+        note(
+          `latency: ${system}${wakeup ? ` (${wakeup})` : ''}, ${rate} events/s for ${seconds} s …`,
+        );
+        await benchLatency({
+          system,
+          rate,
+          seconds,
+          warmupSeconds: 1,
+          producers,
+          producerSynchronousCommit: values['producer-async-commit'] ? false : undefined,
+          wakeup,
+        });
+      }
     }
   }
   if (only.has('prune')) {
