@@ -27,40 +27,54 @@ import { dropSchema, emit, newSchemaName, note, openSequelize, Ping, round } fro
 import { settle } from './pg.js';
 import { seedBacklog } from './seed.js';
 
+const SENT = { status: 'sent' } as const;
+
 const REDIS_URL = process.env.OUTBOX_BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379';
 
 export interface RedisStreamsBenchOptions {
   readonly events: number;
   readonly batchSize: number;
+  /** Relay counts to time, each in this process (default [1]). */
+  readonly relays?: readonly number[];
 }
 
 export async function benchRedisStreams(o: RedisStreamsBenchOptions): Promise<void> {
   const prefix = `bench:${randomBytes(5).toString('hex')}`;
   const redis = new Redis(REDIS_URL);
-  try {
-    const raw = await rawLoop(redis, `${prefix}:raw`, o);
-    const relay = await relayDrain(`${prefix}:relay`, o);
-    for (const [system, seconds, extra] of [
-      ['raw-ioredis', raw, {}],
-      ['outboxkit', relay.seconds, { seedSeconds: relay.seedSeconds }],
-    ] as const) {
-      emit({
-        bench: 'redis-streams',
-        system,
-        relays: system === 'outboxkit' ? 1 : 0,
-        events: o.events,
-        batchSize: o.batchSize,
-        seconds: round(seconds),
-        eventsPerSecond: Math.round(o.events / seconds),
-        ...extra,
-      });
-    }
+  const line = (system: string, relays: number, seconds: number, extra = {}) =>
     emit({
       bench: 'redis-streams',
-      ratio: { outboxkitVsRaw: round(raw / relay.seconds) },
+      system,
+      relays,
       events: o.events,
       batchSize: o.batchSize,
+      seconds: round(seconds),
+      eventsPerSecond: Math.round(o.events / seconds),
+      ...extra,
     });
+  try {
+    const raw = await rawLoop(redis, `${prefix}:raw`, o);
+    line('raw-ioredis', 0, raw);
+    for (const relays of o.relays ?? [1]) {
+      const relay = await relayDrain(`${prefix}:relay`, o, relays, 'redis');
+      line('outboxkit', relays, relay.seconds, { seedSeconds: relay.seedSeconds });
+      // The same drain with a deliverBatch that sends nothing: the database's own ceiling
+      // for this relay count, which the relay to Redis cannot pass.
+      const ceiling = await relayDrain(`${prefix}:relay`, o, relays, 'none');
+      line('outboxkit-noop-deliver-batch', relays, ceiling.seconds);
+      emit({
+        bench: 'redis-streams',
+        relays,
+        ratio: {
+          outboxkitVsRaw: round(raw / relay.seconds),
+          noopCeilingVsRaw: round(raw / ceiling.seconds),
+          outboxkitVsNoopCeiling: round(ceiling.seconds / relay.seconds),
+        },
+        events: o.events,
+        batchSize: o.batchSize,
+      });
+      await redis.del(`${prefix}:relay`);
+    }
   } finally {
     await redis.del(`${prefix}:raw`, `${prefix}:relay`);
     await redis.quit();
@@ -100,22 +114,31 @@ async function rawLoop(redis: Redis, stream: string, o: RedisStreamsBenchOptions
   return seconds;
 }
 
-/** One relay draining a backlog of `events` to `redisStreams()`. */
-async function relayDrain(stream: string, o: RedisStreamsBenchOptions) {
-  const sequelize = openSequelize(2);
+/** `relays` relays draining a backlog of `events` to `redisStreams()` (or to nothing). */
+async function relayDrain(
+  stream: string,
+  o: RedisStreamsBenchOptions,
+  relays: number,
+  to: 'redis' | 'none',
+) {
+  const sequelize = openSequelize(2 * relays);
   const schema = newSchemaName();
+  const deliver =
+    to === 'redis'
+      ? redisStreams({ url: REDIS_URL, stream })
+      : { deliverBatch: async (items: readonly unknown[]) => items.map(() => SENT) };
   const config = defineOutbox({
     events: { 'bench.Ping': Ping },
-    receivers: {
-      toRedis: receiver('bench.Ping', { deliver: redisStreams({ url: REDIS_URL, stream }) }),
-    },
+    receivers: { toRedis: receiver('bench.Ping', { deliver }) },
   });
   const outbox = createOutbox(config, { sequelize, schema, wakeup: null, logger: silentLogger });
   try {
     await outbox.migrate();
     const seedSeconds = await seedBacklog(outbox, o.events);
     await settle(schema);
-    note(`redis-streams: one relay to redisStreams(), ${o.events} events …`);
+    note(
+      `redis-streams: ${relays} relay(s) to ${to === 'redis' ? 'redisStreams()' : 'a no-op deliverBatch'}, ${o.events} events …`,
+    );
     let delivered = 0;
     const stop = new AbortController();
     outbox.on('relay:delivered', () => {
@@ -123,7 +146,11 @@ async function relayDrain(stream: string, o: RedisStreamsBenchOptions) {
       if (delivered === o.events) stop.abort();
     });
     const started = performance.now();
-    await outbox.runRelay({ signal: stop.signal, batchSize: o.batchSize, pollIntervalMs: 50 });
+    await Promise.all(
+      Array.from({ length: relays }, () =>
+        outbox.runRelay({ signal: stop.signal, batchSize: o.batchSize, pollIntervalMs: 50 }),
+      ),
+    );
     const seconds = (performance.now() - started) / 1000;
     const counts = await outbox.countDeliveries();
     if (counts.succeeded !== o.events)

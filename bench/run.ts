@@ -149,7 +149,8 @@ async function main(): Promise<void> {
     });
   }
   if (only.has('redis-streams')) {
-    await benchRedisStreams({ events, batchSize });
+    const relays = values.relays.split(',').map((r) => positiveInt('relays', r));
+    await benchRedisStreams({ events, batchSize, relays });
   }
   if (only.has('claim-prune')) {
     const pruner = values['claim-prune-pruner'].split(',').map((p) => {
