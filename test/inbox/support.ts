@@ -1,5 +1,5 @@
 import type { Sequelize, Transaction } from 'sequelize';
-import { type Inbox, type InboxOptions, inbox } from '../../src/index.js';
+import { type InboxOptions, inbox } from '../../src/index.js';
 import type { TestDatabase } from '../../testing/databases.js';
 import { tableName } from '../relay/support.js';
 
@@ -34,8 +34,8 @@ export async function openConsumer(
     prefix,
     inboxTable,
     /** The consumer's own work: one row per message processed. */
-    async record(transaction: Transaction, eventId: string, label = 'done') {
-      await sequelize.query(`INSERT INTO ${work} (event_id, label) VALUES ($1, $2)`, {
+    async record(transaction: Transaction, eventId: string, label = 'done', on = sequelize) {
+      await on.query(`INSERT INTO ${work} (event_id, label) VALUES ($1, $2)`, {
         bind: [eventId, label],
         transaction,
       });
