@@ -1,5 +1,5 @@
 import { createHmac } from 'node:crypto';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, expectTypeOf, it } from 'vitest';
 import {
   EVENT_ID_HEADER,
   fromKafka,
@@ -41,6 +41,23 @@ describe('fromKafka', () => {
   it('reads text headers, a repeated header whose copies agree, and a header name in another case', () => {
     expect(fromKafka({ headers: { 'Outbox-Event-Id': e.id } })).toEqual({ id: e.id, topic: null });
     expect(fromKafka({ headers: { [EVENT_ID_HEADER]: [Buffer.from(e.id), e.id] } }).id).toBe(e.id);
+  });
+
+  it("takes kafkajs's own message type, with no kafkajs import", () => {
+    // kafkajs 2.x's `KafkaMessage` (MessageSetEntry), as its types declare it.
+    interface IHeaders {
+      [key: string]: Buffer | string | (Buffer | string)[] | undefined;
+    }
+    interface KafkajsMessage {
+      key: Buffer | null;
+      value: Buffer | null;
+      timestamp: string;
+      attributes: number;
+      offset: string;
+      size: number;
+      headers?: IHeaders;
+    }
+    expectTypeOf<KafkajsMessage>().toExtend<Parameters<typeof fromKafka>[0]>();
   });
 
   it('refuses a record without the event id header, naming the headers it has', () => {
