@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { ConfigurationError, inbox } from '../../src/index.js';
 import type { TestDatabase } from '../../testing/databases.js';
-import { T0, testClock } from '../relay/support.js';
+import { capturingStatements, T0, testClock } from '../relay/support.js';
 import { describeEachDialect } from '../support/dialects.js';
 import { openConsumer } from './support.js';
 
@@ -32,7 +32,13 @@ describeEachDialect('inbox.prune', (dialect) => {
     const c = await aged(10);
     // At T0 + 12h, a window of 5 hours keeps messages received from T0 + 7h on.
     const now = new Date(T0.getTime() + 12 * HOUR);
-    expect(await c.inbox.prune({ olderThan: { hours: 5 }, now, batchSize: 3 })).toBe(7);
+    let deleted = 0;
+    const statements = await capturingStatements(db.sequelize, async () => {
+      deleted = await c.inbox.prune({ olderThan: { hours: 5 }, now, batchSize: 3 });
+    });
+    expect(deleted).toBe(7);
+    // 3 + 3 + 1: the short batch says nothing is left.
+    expect(statements.filter((s) => /DELETE FROM/.test(s))).toHaveLength(3);
     expect((await c.rows()).map((r) => r.event_id)).toEqual([id(7), id(8), id(9)]);
     expect(await c.inbox.prune({ olderThan: { hours: 5 }, now })).toBe(0);
   });
