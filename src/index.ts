@@ -80,6 +80,31 @@ export {
 } from './errors/index.js';
 export type { FiredEvent, FireMessage, FireOptions } from './fire/fire.js';
 export type {
+  FromWebhookOptions,
+  HandleOptions,
+  HeaderValue,
+  Inbox,
+  InboxMessage,
+  InboxOptions,
+  InboxPruneOptions,
+  InboxResult,
+  InboxTableOptions,
+  InboxWork,
+  KafkaMessageLike,
+  RabbitmqMessageLike,
+  RedisStreamEntryLike,
+  WebhookHeadersLike,
+} from './inbox/index.js';
+export {
+  fromKafka,
+  fromRabbitmq,
+  fromRedisStreams,
+  fromWebhook,
+  inbox,
+  inboxMigrationSql,
+  verifyWebhookSignature,
+} from './inbox/index.js';
+export type {
   Catalogue,
   CatalogueEvent,
   CatalogueField,

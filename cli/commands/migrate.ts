@@ -8,6 +8,9 @@ import { existsSync, mkdirSync, readdirSync, writeFileSync } from 'node:fs';
 import { join, relative, resolve } from 'node:path';
 import { type Command, Option } from 'commander';
 import { ConfigurationError } from '../../src/errors/outbox-error.js';
+import { inbox } from '../../src/inbox/inbox.js';
+import { inboxMigrationSql } from '../../src/inbox/sql-script.js';
+import { inboxTables } from '../../src/inbox/tables.js';
 import { createOutbox } from '../../src/outbox.js';
 import {
   type MigrationDialect,
@@ -16,6 +19,7 @@ import {
 import { type TableNames, tableNames } from '../../src/storage/tables.js';
 import { closeDatabase, resolveDatabase } from '../connect.js';
 import { EXIT } from '../exit-codes.js';
+import { inboxStatus } from '../inbox-status.js';
 import type { CliOutput } from '../log-format.js';
 import {
   MIGRATION_TOOLS,
@@ -33,6 +37,8 @@ export interface MigrateFlags extends ConnectionFlags {
   readonly emit?: MigrationTool;
   readonly out: string;
   readonly check?: boolean;
+  /** `--inbox`: the consumer inbox's table too (docs/inbox.md). */
+  readonly inbox?: boolean;
 }
 
 /** Declare the command's options on `command`. */
@@ -57,6 +63,10 @@ export function migrateCommand(command: Command): Command {
     )
     .option('--out <dir>', 'with --emit: the folder the files go to', 'migrations')
     .option('--check', 'change nothing; exit 2 when a migration is pending (for CI and deploys)')
+    .option(
+      '--inbox',
+      "the consumer inbox's table too (inbox(sequelize), docs/inbox.md), with the same --schema and --table-prefix",
+    )
     .addHelpText(
       'after',
       `
@@ -74,6 +84,12 @@ export async function migrate(flags: MigrateFlags, out: CliOutput): Promise<numb
   if (flags.printSql && flags.emit) {
     throw new ConfigurationError('pass --print-sql or --emit, not both', { path: 'emit' });
   }
+  if (flags.inbox && flags.emit) {
+    throw new ConfigurationError(
+      '--inbox goes with a plain migrate, --print-sql or --check, not --emit; add inboxMigrationSql() to a migration of your own',
+      { path: 'inbox' },
+    );
+  }
   if (flags.printSql || flags.emit) return script(flags, out);
   if (flags.dialect) {
     throw new ConfigurationError('--dialect goes with --print-sql or --emit', { path: 'dialect' });
@@ -89,19 +105,37 @@ export async function migrate(flags: MigrateFlags, out: CliOutput): Promise<numb
   }
   try {
     const before = await schemaStatus(session.db.sequelize, session.tables);
+    const inboxAt = flags.inbox ? inboxTables(flags.tablePrefix ?? 'outbox_', flags.schema) : null;
+    const inboxBefore = inboxAt ? await inboxStatus(session.db.sequelize, inboxAt) : null;
     if (flags.check) {
-      if (before.state === 'current') {
-        out.result(`${session.where} is up to date (migrations ${before.applied.join(', ')})`);
-        return EXIT.ok;
+      if (before.state !== 'current') {
+        const pending =
+          before.state === 'missing'
+            ? 'every migration (the tables are missing)'
+            : `migrations ${before.pending.join(', ')}`;
+        out.error(
+          `${session.where} is behind: ${pending} pending. Run \`npx outbox migrate\` (or your tool's migrations, see --emit).`,
+        );
+        return EXIT.needsAttention;
       }
-      const pending =
-        before.state === 'missing'
-          ? 'every migration (the tables are missing)'
-          : `migrations ${before.pending.join(', ')}`;
-      out.error(
-        `${session.where} is behind: ${pending} pending. Run \`npx outbox migrate\` (or your tool's migrations, see --emit).`,
+      if (inboxBefore && inboxBefore.state !== 'current') {
+        const pending =
+          inboxBefore.state === 'missing'
+            ? 'every migration (its table is missing)'
+            : `migrations ${inboxBefore.pending.join(', ')}`;
+        out.error(
+          `${session.where}: the inbox is behind: ${pending} pending. Run \`npx outbox migrate --inbox\` (or inbox(sequelize).migrate()).`,
+        );
+        return EXIT.needsAttention;
+      }
+      const inboxNote =
+        inboxBefore?.state === 'current'
+          ? `; inbox migrations ${inboxBefore.applied.join(', ')}`
+          : '';
+      out.result(
+        `${session.where} is up to date (migrations ${before.applied.join(', ')}${inboxNote})`,
       );
-      return EXIT.needsAttention;
+      return EXIT.ok;
     }
     const outbox = createOutbox(session.loaded.config, {
       sequelize: session.db.sequelize,
@@ -113,13 +147,29 @@ export async function migrate(flags: MigrateFlags, out: CliOutput): Promise<numb
     });
     await outbox.migrate();
     await outbox.close();
+    let inboxNote = '';
+    if (inboxAt && inboxBefore) {
+      await inbox(session.db.sequelize, {
+        schema: flags.schema,
+        tablePrefix: flags.tablePrefix,
+      }).migrate();
+      const inboxAfter = await inboxStatus(session.db.sequelize, inboxAt);
+      const had = inboxBefore.state === 'missing' ? [] : inboxBefore.applied;
+      const added = (inboxAfter.state === 'missing' ? [] : inboxAfter.applied).filter(
+        (v) => !had.includes(v),
+      );
+      inboxNote =
+        added.length === 0
+          ? '; inbox already up to date'
+          : `; inbox: applied migration ${added.join(', ')}`;
+    }
     const after = await schemaStatus(session.db.sequelize, session.tables);
     const had = before.state === 'missing' ? [] : before.applied;
     const now = after.state === 'missing' ? [] : after.applied;
     const added = now.filter((v) => !had.includes(v));
     const applied =
       added.length === 0 ? 'already up to date' : `applied migration ${added.join(', ')}`;
-    out.result(`migrated ${session.where}: ${applied}`);
+    out.result(`migrated ${session.where}: ${applied}${inboxNote}`);
     return EXIT.ok;
   } finally {
     await session.close();
@@ -151,6 +201,12 @@ async function script(flags: MigrateFlags, out: CliOutput): Promise<number> {
         ...step.statements.map((s) => `${s};\n`),
       ]),
     ];
+    if (flags.inbox) {
+      lines.push(
+        '',
+        inboxMigrationSql(dialect, { schema: flags.schema, tablePrefix: flags.tablePrefix }),
+      );
+    }
     process.stdout.write(`${lines.join('\n').trimEnd()}\n`);
     return EXIT.ok;
   }
