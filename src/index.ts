@@ -136,6 +136,13 @@ export {
   SCOPE_HEADER_PREFIX,
   suppressed,
 } from './scope/index.js';
+export type {
+  KafkaClient,
+  KafkaOptions,
+  KafkaProducer,
+  KafkaRecord,
+} from './transports/kafka/index.js';
+export { kafka, PERMANENT_KAFKA_ERRORS } from './transports/kafka/index.js';
 export {
   EVENT_ID_HEADER,
   getBody,
