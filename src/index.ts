@@ -193,6 +193,8 @@ export {
 } from './transports/webhook/index.js';
 export type {
   InProcessWakeupOptions,
+  KafkaWakeupClient,
+  KafkaWakeupOptions,
   ListenNotifyOptions,
   OutboxWakeup,
   RabbitmqWakeupOptions,
@@ -204,6 +206,7 @@ export type {
 } from './wakeups/index.js';
 export {
   inProcessWakeup,
+  kafkaWakeup,
   listenNotifyWakeup,
   rabbitmqWakeup,
   redisWakeup,
