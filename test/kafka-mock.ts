@@ -11,11 +11,39 @@ import { connect } from 'node:net';
  * Resolves to the brokers (comma-separated `host:port`) and a stop function, or to
  * `undefined` brokers with the reason none could be had.
  */
-export async function kafkaForTests(): Promise<{
-  brokers?: string;
-  reason?: string;
-  stop: () => void;
-}> {
+export async function kafkaForTests(): Promise<KafkaForTests> {
+  // Vitest runs the global setup once per project, each in a module instance of its own:
+  // one mock per process, shared, stopped when its last user stops it.
+  const shared = globalThis as { [SHARED]?: { kafka: Promise<KafkaForTests>; users: number } };
+  shared[SHARED] ??= { kafka: startKafka(), users: 0 };
+  const entry = shared[SHARED];
+  entry.users += 1;
+  const kafka = await entry.kafka;
+  let stopped = false;
+  return {
+    ...kafka,
+    stop() {
+      if (stopped) return;
+      stopped = true;
+      entry.users -= 1;
+      if (entry.users === 0) {
+        delete shared[SHARED];
+        kafka.stop();
+      }
+    },
+  };
+}
+
+const SHARED = Symbol.for('outboxkit.test.kafka-mock');
+
+/** The brokers, or why there are none, and how to stop what was started. */
+export interface KafkaForTests {
+  readonly brokers?: string;
+  readonly reason?: string;
+  stop(): void;
+}
+
+async function startKafka(): Promise<KafkaForTests> {
   const given = process.env.OUTBOX_TEST_KAFKA_BROKERS;
   if (given) {
     const first = given.split(',')[0].trim();
