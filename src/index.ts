@@ -161,6 +161,13 @@ export {
   SCOPE_HEADER_PREFIX,
   suppressed,
 } from './scope/index.js';
+export type {
+  KafkaClient,
+  KafkaOptions,
+  KafkaProducer,
+  KafkaRecord,
+} from './transports/kafka/index.js';
+export { kafka, PERMANENT_KAFKA_ERRORS } from './transports/kafka/index.js';
 export {
   EVENT_ID_HEADER,
   getBody,
@@ -211,6 +218,8 @@ export {
 } from './transports/webhook/index.js';
 export type {
   InProcessWakeupOptions,
+  KafkaWakeupClient,
+  KafkaWakeupOptions,
   ListenNotifyOptions,
   OutboxWakeup,
   RabbitmqWakeupOptions,
@@ -222,6 +231,7 @@ export type {
 } from './wakeups/index.js';
 export {
   inProcessWakeup,
+  kafkaWakeup,
   listenNotifyWakeup,
   rabbitmqWakeup,
   redisWakeup,

@@ -1,9 +1,12 @@
 import type { TestProject } from 'vitest/node';
 import { postgresAvailable, postgresUrl } from '../testing/databases.js';
+import { kafkaForTests } from './kafka-mock.js';
 
 declare module 'vitest' {
   export interface ProvidedContext {
     pgAvailable: boolean;
+    /** The Kafka brokers (`host:port,…`) the Kafka suites use, or `null`: they are skipped. */
+    kafkaBrokers: string | null;
   }
 }
 
@@ -13,6 +16,32 @@ declare module 'vitest' {
  * which turns a missing server into a failure, so CI always runs the PostgreSQL suites.
  */
 export default async function setup(project: TestProject) {
+  const stopKafka = await setupKafka(project);
+  const stopPostgres = await setupPostgres(project);
+  return () => {
+    stopPostgres?.();
+    stopKafka();
+  };
+}
+
+/**
+ * Kafka for the Kafka suites: `OUTBOX_TEST_KAFKA_BROKERS`, else the kcat mock cluster
+ * started here (and stopped at teardown). Without either the suites are skipped, loudly,
+ * unless OUTBOX_REQUIRE_SERVERS=1, which fails instead.
+ */
+async function setupKafka(project: TestProject): Promise<() => void> {
+  const kafka = await kafkaForTests();
+  if (!kafka.brokers) {
+    const banner = `Kafka is not available (${kafka.reason}): every Kafka suite is SKIPPED`;
+    if (process.env.OUTBOX_REQUIRE_SERVERS === '1')
+      throw new Error(`${banner}, and OUTBOX_REQUIRE_SERVERS=1 forbids skipping (see .ci/run).`);
+    console.warn(`\n${'!'.repeat(80)}\n!! ${banner}\n${'!'.repeat(80)}\n`);
+  }
+  project.provide('kafkaBrokers', kafka.brokers ?? null);
+  return kafka.stop;
+}
+
+async function setupPostgres(project: TestProject) {
   const available = await postgresAvailable();
   if (!available) {
     const banner = `PostgreSQL at ${postgresUrl()} did not answer: every PostgreSQL suite is SKIPPED`;

@@ -1,5 +1,7 @@
 export type { InProcessWakeupOptions } from './in-process.js';
 export { inProcessWakeup } from './in-process.js';
+export type { KafkaWakeupClient, KafkaWakeupOptions } from './kafka.js';
+export { kafkaWakeup } from './kafka.js';
 export type { ListenNotifyOptions } from './listen-notify.js';
 export { listenNotifyWakeup } from './listen-notify.js';
 export type { RabbitmqWakeupOptions } from './rabbitmq.js';

@@ -1,7 +1,7 @@
 import type { ClientConfig, Client as PgClient } from 'pg';
 import { ConfigurationError } from '../errors/outbox-error.js';
 import { consoleLogger, type OutboxLogger } from '../observe/logger.js';
-import { dispatchSignal } from './dispatch.js';
+import { checkMaxFailures, reconnectingSubscription } from './reconnecting-subscription.js';
 import type { OutboxWakeup, WakeupConnection, WakeupListenContext } from './wakeup.js';
 
 /** Options of {@link listenNotifyWakeup}. */
@@ -24,8 +24,8 @@ export interface ListenNotifyOptions {
   /** Where reconnect failures are logged. @defaultValue the listening outbox's logger, else the console logger */
   readonly logger?: OutboxLogger;
   /**
-   * How many failed (re)connections in a row before the listener gives up with an ERROR;
-   * the relay keeps polling either way.
+   * On which failed (re)connection in a row the listener gives up with an ERROR (the
+   * shared reconnect loop of every wakeup); the relay keeps polling either way.
    * @defaultValue 5
    */
   readonly maxFailures?: number;
@@ -35,9 +35,6 @@ export interface ListenNotifyOptions {
 const DEFAULT_CHANNEL = 'outboxkit';
 /** A channel is written into `LISTEN "…"` unescaped, so only plain identifiers pass. */
 const CHANNEL_PATTERN = /^[a-z_][a-z0-9_]{0,62}$/;
-/** Reconnect backoff: 500 ms after the first failure, doubling, capped. */
-const RECONNECT_BASE_MS = 250;
-const RECONNECT_MAX_MS = 15_000;
 
 /**
  * Wake relays through PostgreSQL `LISTEN/NOTIFY`. `fire()` queues a `NOTIFY` (one per
@@ -63,43 +60,17 @@ export function listenNotifyWakeup(options: ListenNotifyOptions = {}): OutboxWak
   }
   /** The wakeup's own logger, else the first listening outbox's, else the console's. */
   let logger = options.logger ?? consoleLogger;
-  const maxFailures = options.maxFailures ?? 5;
+  const maxFailures = checkMaxFailures('listenNotifyWakeup', options.maxFailures);
   /** Settled by the first `listen()` (from the options, else from its context). */
   let connection: ClientConfig | undefined = options.connection;
-  const listeners = new Set<(topics: readonly string[]) => void>();
-  let client: PgClient | undefined;
-  let opening: Promise<void> | undefined;
-  let retryTimer: NodeJS.Timeout | undefined;
-  let failures = 0;
-  /** A connection was lost since the last one opened: signal everyone once it is back. */
-  let lost = false;
-  let closed = false;
 
-  const dispatch = (topics: readonly string[]) => dispatchSignal(listeners, topics, logger);
-
-  const scheduleReconnect = () => {
-    if (closed || listeners.size === 0 || retryTimer) return;
-    failures += 1;
-    if (failures > maxFailures) {
-      logger.error(
-        `LISTEN on "${channel}" failed ${failures} time(s) in a row; giving up (maxFailures: ${maxFailures}), relays keep polling`,
-      );
-      return;
-    }
-    const delayMs = Math.min(RECONNECT_MAX_MS, RECONNECT_BASE_MS * 2 ** failures);
-    retryTimer = setTimeout(() => {
-      retryTimer = undefined;
-      void open().catch(() => {});
-    }, delayMs);
-    // Not on the relay's fake-time path: a plain timer that never keeps the process up.
-    retryTimer.unref();
-  };
-
-  /** Open the listening client unless one is open or opening. Rejects only on bad config. */
-  const open = (): Promise<void> => {
-    if (client || closed || listeners.size === 0) return opening ?? Promise.resolve();
-    if (opening) return opening;
-    opening = (async () => {
+  const subscription = reconnectingSubscription<PgClient>({
+    what: `LISTEN on "${channel}"`,
+    failedWarning: `could not LISTEN on "${channel}"; retrying`,
+    lostWarning: `LISTEN connection on "${channel}" failed; reconnecting`,
+    logger: () => logger,
+    maxFailures,
+    async connect({ signal, lost }) {
       if (!connection)
         throw new ConfigurationError(
           'listenNotifyWakeup needs a connection: pass listenNotifyWakeup({ connection }) or use it through createOutbox, whose relay passes the outbox database to listen()',
@@ -109,69 +80,22 @@ export function listenNotifyWakeup(options: ListenNotifyOptions = {}): OutboxWak
       });
       const c = new pg.Client(connection);
       c.on('notification', (message) => {
-        if (message.channel === channel && client === c)
-          dispatch(message.payload ? [message.payload] : []);
+        if (message.channel === channel) signal(message.payload ? [message.payload] : []);
       });
-      c.on('error', (error) => {
-        if (client !== c) return;
-        logger.warn(`LISTEN connection on "${channel}" failed; reconnecting`, {
-          error: error.message,
-        });
-        client = undefined;
-        lost = true;
-        c.end().catch(() => {});
-        scheduleReconnect();
-      });
+      c.on('error', (error) => lost(error));
       try {
         await c.connect();
         await c.query(`LISTEN "${channel}"`);
       } catch (error) {
         c.end().catch(() => {});
-        // Whatever is written until a LISTEN holds is not heard: signal once it does.
-        lost = true;
-        logger.warn(`could not LISTEN on "${channel}"; retrying`, {
-          error: (error as Error).message,
-        });
-        scheduleReconnect();
-        return;
+        throw error;
       }
-      // Closed, or the last listener left, while connecting: nobody wants this client.
-      if (closed || listeners.size === 0) {
-        await c.end().catch(() => {});
-        return;
-      }
-      client = c;
-      failures = 0;
-      if (lost) {
-        lost = false;
-        // NOTIFYs sent while the connection was down are gone: have the relays look now.
-        dispatch([]);
-      }
-    })().finally(() => {
-      opening = undefined;
-    });
-    return opening;
-  };
-
-  /**
-   * Stop the timer and end the client, once closed or the last listener left; awaits a
-   * connection being opened (which then ends itself).
-   */
-  const release = async () => {
-    if (retryTimer) clearTimeout(retryTimer);
-    retryTimer = undefined;
-    failures = 0;
-    lost = false;
-    await opening?.catch(() => {});
-    // A listen() that came while the connection was opening keeps it.
-    if (!closed && listeners.size > 0) {
-      void open().catch(() => {});
-      return;
-    }
-    const c = client;
-    client = undefined;
-    await c?.end().catch(() => {});
-  };
+      return c;
+    },
+    async disconnect(c) {
+      await c.end();
+    },
+  });
 
   return {
     name: 'listen-notify',
@@ -190,27 +114,9 @@ export function listenNotifyWakeup(options: ListenNotifyOptions = {}): OutboxWak
         }
         connection ??= clientConfigOf(given);
       }
-      closed = false;
-      // A wrapper per call, so one function listening twice is unsubscribed once per call.
-      const listener = (topics: readonly string[]) => onSignal(topics);
-      listeners.add(listener);
-      try {
-        await open();
-      } catch (error) {
-        listeners.delete(listener);
-        throw error;
-      }
-      return async () => {
-        if (!listeners.delete(listener)) return;
-        // The last listener gone: give the connection back (a later listen() reopens).
-        if (listeners.size === 0) await release();
-      };
+      return subscription.listen(onSignal);
     },
-    async close() {
-      closed = true;
-      listeners.clear();
-      await release();
-    },
+    close: () => subscription.close(),
   };
 }
 

@@ -1,9 +1,9 @@
 import type { Channel, ChannelModel } from 'amqplib';
 import { ConfigurationError } from '../errors/outbox-error.js';
 import { consoleLogger, type OutboxLogger } from '../observe/logger.js';
-import { realScheduler, type Scheduler, type TimerHandle } from '../runtime.js';
+import { realScheduler, type Scheduler } from '../runtime.js';
 import { checkAmqpUrl, loadAmqplib, redactUrl } from '../transports/rabbitmq/load-amqplib.js';
-import { dispatchSignal } from './dispatch.js';
+import { checkMaxFailures, reconnectingSubscription } from './reconnecting-subscription.js';
 import type { OutboxWakeup, WakeupListenContext } from './wakeup.js';
 
 /** Options of {@link rabbitmqWakeup}. */
@@ -35,9 +35,6 @@ export interface RabbitmqWakeupOptions {
 }
 
 const DEFAULT_EXCHANGE = 'outboxkit.wakeup';
-/** Reconnect backoff: 500 ms after the first failure, doubling, capped. */
-const RECONNECT_BASE_MS = 250;
-const RECONNECT_MAX_MS = 15_000;
 /** After a failed publisher connection, signals are dropped (the poll covers them) this long. */
 const PUBLISH_RETRY_MS = 1_000;
 
@@ -72,10 +69,9 @@ export function rabbitmqWakeup(options: RabbitmqWakeupOptions): OutboxWakeup {
     );
   const where = redactUrl(url);
   const scheduler = options.scheduler ?? realScheduler;
-  const maxFailures = options.maxFailures ?? 5;
+  const maxFailures = checkMaxFailures('rabbitmqWakeup', options.maxFailures);
   const connectTimeoutMs = options.connectTimeoutMs ?? 10_000;
   let logger = options.logger ?? consoleLogger;
-  const listeners = new Set<(topics: readonly string[]) => void>();
   let closed = false;
 
   // ---- publishing (signal) -------------------------------------------------------------
@@ -142,39 +138,16 @@ export function rabbitmqWakeup(options: RabbitmqWakeupOptions): OutboxWakeup {
   };
 
   // ---- listening -----------------------------------------------------------------------
-  let consumer: Link | undefined;
-  let opening: Promise<void> | undefined;
-  let retryTimer: TimerHandle | undefined;
-  let failures = 0;
-  /** A connection was lost since the last one opened: signal everyone once it is back. */
-  let lost = false;
-
-  const dispatch = (topics: readonly string[]) => dispatchSignal(listeners, topics, logger);
-
-  const scheduleReconnect = () => {
-    if (closed || listeners.size === 0 || retryTimer) return;
-    failures += 1;
-    if (failures > maxFailures) {
-      logger.error(
-        `rabbitmqWakeup: consuming from exchange "${exchange}" at ${where} failed ${failures} time(s) in a row; giving up (maxFailures: ${maxFailures}), relays keep polling`,
-      );
-      return;
-    }
-    const delayMs = Math.min(RECONNECT_MAX_MS, RECONNECT_BASE_MS * 2 ** failures);
-    retryTimer = scheduler.setTimeout(() => {
-      retryTimer = undefined;
-      void open();
-    }, delayMs);
-  };
-
-  /** Open the consuming connection unless one is open or opening. Never rejects. */
-  const open = (): Promise<void> => {
-    if (consumer || closed || listeners.size === 0) return opening ?? Promise.resolve();
-    if (opening) return opening;
-    opening = (async () => {
-      let l: Link;
+  const subscription = reconnectingSubscription<Link>({
+    what: `rabbitmqWakeup: consuming from exchange "${exchange}" at ${where}`,
+    failedWarning: `rabbitmqWakeup could not consume from exchange "${exchange}"; retrying`,
+    lostWarning: `rabbitmqWakeup lost its connection to ${where}; reconnecting`,
+    logger: () => logger,
+    maxFailures,
+    scheduler,
+    async connect({ signal, lost }) {
+      const l = await connect();
       try {
-        l = await connect();
         const { queue } = await l.channel.assertQueue('', {
           exclusive: true,
           autoDelete: true,
@@ -184,64 +157,24 @@ export function rabbitmqWakeup(options: RabbitmqWakeupOptions): OutboxWakeup {
         await l.channel.consume(
           queue,
           (message) => {
-            if (consumer !== l) return;
             // null: the broker cancelled the consumer (its queue was deleted); start over.
             if (message === null) return void l.model.close().catch(() => {});
-            dispatch(topicsOf(message.content));
+            signal(topicsOf(message.content));
           },
           { noAck: true, exclusive: true },
         );
       } catch (error) {
-        // Whatever is signalled until a queue is bound is not heard: signal once it is.
-        lost = true;
-        logger.warn(`rabbitmqWakeup could not consume from exchange "${exchange}"; retrying`, {
-          error: messageOf(error),
-        });
-        scheduleReconnect();
-        return;
-      }
-      // Closed, or the last listener left, while connecting: nobody wants this connection.
-      if (closed || listeners.size === 0) {
         await l.model.close().catch(() => {});
-        return;
+        throw error;
       }
-      l.model.on('close', () => {
-        if (consumer !== l) return;
-        consumer = undefined;
-        lost = true;
-        logger.warn(`rabbitmqWakeup lost its connection to ${where}; reconnecting`);
-        scheduleReconnect();
-      });
-      consumer = l;
-      failures = 0;
-      if (lost) {
-        lost = false;
-        // Signals published while no queue was bound are gone: have the relays look now.
-        dispatch([]);
-      }
-    })().finally(() => {
-      opening = undefined;
-    });
-    return opening;
-  };
-
-  /** Stop the timer and close the consumer, once closed or the last listener left. */
-  const release = async () => {
-    retryTimer?.cancel();
-    retryTimer = undefined;
-    failures = 0;
-    lost = false;
-    await opening;
-    // A listen() that came while the connection was opening keeps it.
-    if (!closed && listeners.size > 0) {
-      void open();
-      return;
-    }
-    const l = consumer;
-    consumer = undefined;
-    // Closing the connection deletes the exclusive queue with it.
-    await l?.model.close().catch(() => {});
-  };
+      l.model.on('close', () => lost());
+      return l;
+    },
+    async disconnect(l) {
+      // Closing the connection deletes the exclusive queue with it.
+      await l.model.close();
+    },
+  });
 
   return {
     name: 'rabbitmq',
@@ -258,20 +191,11 @@ export function rabbitmqWakeup(options: RabbitmqWakeupOptions): OutboxWakeup {
     async listen(onSignal, context?: WakeupListenContext) {
       if (!options.logger && context?.logger) logger = context.logger;
       closed = false;
-      // A wrapper per call, so one function listening twice is unsubscribed once per call.
-      const listener = (topics: readonly string[]) => onSignal(topics);
-      listeners.add(listener);
-      await open();
-      return async () => {
-        if (!listeners.delete(listener)) return;
-        // The last listener gone: give the connection back (a later listen() reopens).
-        if (listeners.size === 0) await release();
-      };
+      return subscription.listen(onSignal);
     },
     async close() {
       closed = true;
-      listeners.clear();
-      await release();
+      await subscription.close();
       const p = publisher ?? (await publisherOpening);
       publisher = undefined;
       await p?.model.close().catch(() => {});

@@ -6,7 +6,11 @@ import {
   loadIoRedis,
   quitOrDrop,
 } from '../transports/redis-streams/load-ioredis.js';
-import { dispatchSignal } from './dispatch.js';
+import {
+  checkMaxFailures,
+  RECONNECT_DEFAULTS,
+  reconnectingSubscription,
+} from './reconnecting-subscription.js';
 import type { OutboxWakeup, WakeupListenContext } from './wakeup.js';
 
 /**
@@ -58,7 +62,6 @@ export interface RedisWakeupOptions {
 
 /** The channel when none is given. */
 const DEFAULT_CHANNEL = 'outboxkit';
-const RECONNECT_MAX_MS = 15_000;
 
 /**
  * The ioredis settings of the subscribing connection: no reconnection of ioredis's own
@@ -118,47 +121,14 @@ export function redisWakeup(options: RedisWakeupOptions): OutboxWakeup {
       `${who}({ channel }) must be a non-empty string (got ${JSON.stringify(channel)})`,
     );
   }
-  const maxFailures = options.maxFailures ?? 5;
-  if (!Number.isInteger(maxFailures) || maxFailures < 1) {
-    throw new ConfigurationError(
-      `${who}({ maxFailures }) must be an integer ≥ 1 (got ${maxFailures})`,
-    );
-  }
-  const reconnectBaseMs = options.reconnectBaseMs ?? 250;
+  const maxFailures = checkMaxFailures(who, options.maxFailures);
+  const reconnectBaseMs = options.reconnectBaseMs ?? RECONNECT_DEFAULTS.baseDelayMs;
   /** The wakeup's own logger, else the first listening outbox's, else the console's. */
   let logger = options.logger ?? consoleLogger;
-  const listeners = new Set<(topics: readonly string[]) => void>();
-  let subscriber: IoRedis | undefined;
-  let opening: Promise<void> | undefined;
-  let retryTimer: NodeJS.Timeout | undefined;
-  let failures = 0;
-  /** The subscription was down since it last held: signal everyone once it is back. */
-  let lost = false;
   let closed = false;
   /** The connection publishing signals; `options.client` when given (not ours to close). */
   let publisher: Promise<RedisWakeupClient> | undefined;
   let ownPublisher: IoRedis | undefined;
-
-  const dispatch = (topics: readonly string[]) => dispatchSignal(listeners, topics, logger);
-
-  /** Count a failure and try again after the backoff, or give up after `maxFailures`. */
-  const scheduleReconnect = () => {
-    if (closed || listeners.size === 0 || retryTimer) return;
-    failures += 1;
-    if (failures >= maxFailures) {
-      logger.error(
-        `SUBSCRIBE to Redis channel "${channel}" failed ${failures} time(s) in a row; giving up (maxFailures: ${maxFailures}), relays keep polling`,
-      );
-      return;
-    }
-    const delayMs = Math.min(RECONNECT_MAX_MS, reconnectBaseMs * 2 ** failures);
-    retryTimer = setTimeout(() => {
-      retryTimer = undefined;
-      void open().catch(() => {});
-    }, delayMs);
-    // Not on the relay's fake-time path: a plain timer that never keeps the process up.
-    retryTimer.unref();
-  };
 
   const newConnection = async (settings: Record<string, unknown>): Promise<IoRedis> => {
     if (options.client) return options.client.duplicate(settings) as IoRedis;
@@ -166,78 +136,36 @@ export function redisWakeup(options: RedisWakeupOptions): OutboxWakeup {
     return new Redis(url!, settings);
   };
 
-  /** Subscribe unless subscribed or subscribing. Rejects only when ioredis is missing. */
-  const open = (): Promise<void> => {
-    if (subscriber || closed || listeners.size === 0) return opening ?? Promise.resolve();
-    if (opening) return opening;
-    opening = (async () => {
+  const subscription = reconnectingSubscription<IoRedis>({
+    what: `SUBSCRIBE to Redis channel "${channel}"`,
+    failedWarning: `could not SUBSCRIBE to Redis channel "${channel}"; retrying`,
+    lostWarning: `Redis wakeup connection on "${channel}" was lost; subscribing again`,
+    logger: () => logger,
+    maxFailures,
+    baseDelayMs: reconnectBaseMs,
+    async connect({ signal, lost }) {
       const s = await newConnection(SUBSCRIBER);
       s.on('message', (from: string, message: string) => {
-        if (from === channel && subscriber === s) dispatch(topicsOf(message));
+        if (from === channel) signal(topicsOf(message));
       });
       let lastError: Error | undefined;
       s.on('error', (error: Error) => {
         lastError = error;
       });
-      s.on('end', () => {
-        if (subscriber !== s) return;
-        logger.warn(`Redis wakeup connection on "${channel}" was lost; subscribing again`, {
-          error: lastError?.message,
-        });
-        subscriber = undefined;
-        lost = true;
-        scheduleReconnect();
-      });
+      s.on('end', () => lost(lastError));
       try {
         await s.connect();
         await s.subscribe(channel);
       } catch (error) {
         s.disconnect();
-        // Whatever is written until a subscription holds is not heard: signal once it does.
-        lost = true;
-        logger.warn(`could not SUBSCRIBE to Redis channel "${channel}"; retrying`, {
-          error: (error as Error).message,
-        });
-        scheduleReconnect();
-        return;
+        throw error;
       }
-      // Closed, or the last listener left, while subscribing: nobody wants this connection.
-      if (closed || listeners.size === 0) {
-        s.disconnect();
-        return;
-      }
-      subscriber = s;
-      failures = 0;
-      if (lost) {
-        lost = false;
-        // Signals published while the subscription was down are gone: look now.
-        dispatch([]);
-      }
-    })().finally(() => {
-      opening = undefined;
-    });
-    return opening;
-  };
-
-  /**
-   * Stop the timer and drop the subscription, once closed or the last listener left;
-   * awaits a subscription being opened (which then drops itself).
-   */
-  const release = async () => {
-    if (retryTimer) clearTimeout(retryTimer);
-    retryTimer = undefined;
-    failures = 0;
-    lost = false;
-    await opening?.catch(() => {});
-    // A listen() that came while the connection was opening keeps it.
-    if (!closed && listeners.size > 0) {
-      void open().catch(() => {});
-      return;
-    }
-    const s = subscriber;
-    subscriber = undefined;
-    s?.disconnect();
-  };
+      return s;
+    },
+    async disconnect(s) {
+      s.disconnect();
+    },
+  });
 
   const publishOn = (): Promise<RedisWakeupClient> => {
     if (options.client) return Promise.resolve(options.client);
@@ -267,25 +195,11 @@ export function redisWakeup(options: RedisWakeupOptions): OutboxWakeup {
     async listen(onSignal, context?: WakeupListenContext) {
       if (!options.logger && context?.logger) logger = context.logger;
       closed = false;
-      // A wrapper per call, so one function listening twice is unsubscribed once per call.
-      const listener = (topics: readonly string[]) => onSignal(topics);
-      listeners.add(listener);
-      try {
-        await open();
-      } catch (error) {
-        listeners.delete(listener);
-        throw error;
-      }
-      return async () => {
-        if (!listeners.delete(listener)) return;
-        // The last listener gone: give the connection back (a later listen() reopens).
-        if (listeners.size === 0) await release();
-      };
+      return subscription.listen(onSignal);
     },
     async close() {
       closed = true;
-      listeners.clear();
-      await release();
+      await subscription.close();
       const p = publisher;
       publisher = undefined;
       await p?.catch(() => {});

@@ -64,14 +64,14 @@ describe('listenNotifyWakeup', () => {
 
   it('listens without failing when the server cannot be reached, and gives up after maxFailures with an error', async () => {
     const { logger, lines } = recordingLogger();
-    const wakeup = listenNotifyWakeup({ logger, maxFailures: 0 });
+    const wakeup = listenNotifyWakeup({ logger, maxFailures: 1 });
     // The relay keeps polling: listen() resolves, the wakeup retries (here: gives up) itself.
     const off = await wakeup.listen(() => {}, {
       connection: { dialect: 'postgres', host: '127.0.0.1', port: 1 },
     });
     expect(lines.map((l) => l.level)).toEqual(['warn', 'error']);
     expect(lines[1].message).toMatchInlineSnapshot(
-      `"LISTEN on "outboxkit" failed 1 time(s) in a row; giving up (maxFailures: 0), relays keep polling"`,
+      `"LISTEN on "outboxkit" failed 1 time(s) in a row; giving up (maxFailures: 1), relays keep polling"`,
     );
     await off();
     await wakeup.close();

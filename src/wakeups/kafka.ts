@@ -1,0 +1,282 @@
+import { randomBytes } from 'node:crypto';
+import { hostname } from 'node:os';
+import type { Consumer, Kafka, Producer } from 'kafkajs';
+import { ConfigurationError } from '../errors/outbox-error.js';
+import { consoleLogger, type OutboxLogger } from '../observe/logger.js';
+import type { Scheduler } from '../runtime.js';
+import { checkBrokers, isKafkaTopic, loadKafkajs } from '../transports/kafka/load-kafkajs.js';
+import { checkMaxFailures, reconnectingSubscription } from './reconnecting-subscription.js';
+import type { OutboxWakeup, WakeupListenContext } from './wakeup.js';
+
+/**
+ * What the wakeup needs of a kafkajs `Kafka` client given as `client`: a producer to
+ * signal on and a consumer to listen with. Typed by shape, so `outboxkit`'s types do not
+ * need kafkajs installed.
+ */
+export interface KafkaWakeupClient {
+  producer(config?: Record<string, unknown>): unknown;
+  consumer(config: { groupId: string } & Record<string, unknown>): unknown;
+}
+
+/** Options of {@link kafkaWakeup}. Give `brokers` or `client`, not both. */
+export interface KafkaWakeupOptions {
+  /** The bootstrap brokers, `'host:9092'`, `'a:9092,b:9092'` or a list. */
+  readonly brokers?: string | readonly string[];
+  /**
+   * A kafkajs `Kafka` client of your own (TLS, SASL): the wakeup makes its producer and
+   * its consumer from it and disconnects them in `close()`; the client stays yours.
+   */
+  readonly client?: KafkaWakeupClient;
+  /**
+   * The topic signals travel on. Give each outbox sharing one cluster its own. Where the
+   * cluster does not create topics on first use, create it yourself: one partition is
+   * plenty, and a short retention (`retention.ms=60000`, as the reference's) keeps it
+   * small — a signal is worth nothing a minute later.
+   * @defaultValue `'outboxkit.wakeup'`
+   */
+  readonly topic?: string;
+  /** The client id of a client built from `brokers`. @defaultValue `'outboxkit-wakeup'` */
+  readonly clientId?: string;
+  /**
+   * How long the broker may hold an empty fetch, in milliseconds: a real broker answers
+   * as soon as a signal arrives, so this only sets how often an idle listener asks (and,
+   * on a broker that waits it out, like librdkafka's mock, the latency).
+   * @defaultValue 1000
+   */
+  readonly maxWaitMs?: number;
+  /** Where reconnects and failed signals are logged. @defaultValue the listening outbox's logger, else the console logger */
+  readonly logger?: OutboxLogger;
+  /**
+   * On which failed subscription in a row (a consumer that could not join, or crashed)
+   * the wakeup gives up with an ERROR; the relay keeps polling either way.
+   * @defaultValue 5
+   */
+  readonly maxFailures?: number;
+  /** The reconnect backoff's timers; tests pass a fake one. @defaultValue Node's timers, unref'd */
+  readonly scheduler?: Scheduler;
+  /**
+   * How long a subscription may take to join and make its first fetch, in milliseconds,
+   * before the attempt counts as failed (a new consumer group takes seconds to join).
+   * @defaultValue 30000
+   */
+  readonly joinTimeoutMs?: number;
+}
+
+const DEFAULT_TOPIC = 'outboxkit.wakeup';
+/** How long `close()` waits for kafkajs to disconnect a client before leaving it. */
+const CLOSE_WAIT_MS = 2_000;
+
+/**
+ * Wake relays through a Kafka topic of signals. `signal(topics)` — called once per
+ * committed transaction, never for a rollback — produces one record naming the topics (a
+ * JSON array); each listening process reads the signals topic from its end, so every
+ * relay hears every signal and none replays an old one, and every relay whose topics
+ * match polls at once.
+ *
+ * "Outside any consumer group", as the reference reads it, with kafkajs, which has no
+ * manual partition assignment: each subscription joins a consumer group of its OWN — a
+ * throwaway id (`outboxkit-wakeup.<host>.<pid>.<random>`), new at every (re)connect — so
+ * it shares partitions with nobody and is assigned every partition; with no committed
+ * offsets (auto-commit off) and `fromBeginning: false` it starts at the end. Nothing is
+ * committed, and the empty group left by `close()` is expired by the broker. The cost is
+ * the join: a new group takes a few seconds (the broker's initial rebalance delay), paid
+ * once per process when it starts listening, and `listen()` resolves only once the
+ * consumer has made its first fetch (a signal sent after that is heard). The listeners of
+ * one process share one consumer.
+ *
+ * A consumer that crashes or cannot join is replaced through the one reconnect loop of
+ * every wakeup (backoff doubling to 15 s, given up on the 5th failure in a row with an
+ * ERROR while the relays poll on); once one holds again every listener is signalled with
+ * no topics, since a signal sent meanwhile was missed. A failed signal is logged as a
+ * warning, never thrown. kafkajs is loaded lazily (an optional peer dependency).
+ * Capabilities: any dialect, signals sent after commit.
+ *
+ * @example
+ * ```ts
+ * const wakeup = kafkaWakeup({ brokers: 'localhost:9092' });
+ * const outbox = createOutbox(config, { sequelize, wakeup });
+ * ```
+ * @throws ConfigurationError when neither or both of `brokers` and `client` are given, a
+ *   broker is not `host:port`, the topic is not a legal topic name, or `maxFailures` is
+ *   not an integer ≥ 1.
+ */
+export function kafkaWakeup(options: KafkaWakeupOptions): OutboxWakeup {
+  const who = 'kafkaWakeup';
+  if ((options?.brokers === undefined) === (options?.client === undefined))
+    throw new ConfigurationError(
+      `${who}() takes brokers or a client, exactly one (got ${options?.brokers === undefined ? 'neither' : 'both'})`,
+    );
+  const brokers = options.brokers === undefined ? undefined : checkBrokers(who, options.brokers);
+  const topic = options.topic ?? DEFAULT_TOPIC;
+  if (!isKafkaTopic(topic))
+    throw new ConfigurationError(
+      `${who}({ topic }) must be a topic name (1-249 of a-z A-Z 0-9 . _ -) (got ${JSON.stringify(topic)})`,
+    );
+  const maxFailures = checkMaxFailures(who, options.maxFailures);
+  const maxWaitMs = options.maxWaitMs ?? 1_000;
+  const joinTimeoutMs = options.joinTimeoutMs ?? 30_000;
+  let logger = options.logger ?? consoleLogger;
+  let closed = false;
+
+  let kafkaClient: Promise<Kafka> | undefined;
+  const client = (): Promise<Kafka> => {
+    if (options.client) return Promise.resolve(options.client as unknown as Kafka);
+    kafkaClient ??= loadKafkajs(`${who}()`).then(
+      (kafkajs) =>
+        new kafkajs.Kafka({
+          clientId: options.clientId ?? 'outboxkit-wakeup',
+          brokers: brokers!,
+          connectionTimeout: 3_000,
+          retry: { retries: 2, initialRetryTime: 100, maxRetryTime: 2_000 },
+          // Failures show up as this wakeup's own warnings, once, not as kafkajs's lines.
+          logLevel: kafkajs.logLevel.NOTHING,
+        }),
+    );
+    kafkaClient.catch(() => {
+      kafkaClient = undefined;
+    });
+    return kafkaClient;
+  };
+
+  // ---- signalling ----------------------------------------------------------------------
+  let producer: Promise<Producer> | undefined;
+  const producing = (): Promise<Producer> => {
+    producer ??= (async () => {
+      const kafkajs = await loadKafkajs(`${who}()`);
+      const p = (await client()).producer({
+        allowAutoTopicCreation: true,
+        createPartitioner: kafkajs.Partitioners.DefaultPartitioner,
+      });
+      try {
+        await p.connect();
+      } catch (error) {
+        await p.disconnect().catch(() => {});
+        throw error;
+      }
+      return p;
+    })();
+    // A producer that could not connect is made afresh for the next signal.
+    producer.catch(() => {
+      producer = undefined;
+    });
+    return producer;
+  };
+
+  // ---- listening -----------------------------------------------------------------------
+  const subscription = reconnectingSubscription<Consumer>({
+    what: `kafkaWakeup: reading signals topic "${topic}"`,
+    failedWarning: `kafkaWakeup could not read signals topic "${topic}"; retrying`,
+    lostWarning: `kafkaWakeup lost its consumer of "${topic}"; reconnecting`,
+    logger: () => logger,
+    maxFailures,
+    scheduler: options.scheduler,
+    async connect({ signal, lost }) {
+      const consumer = (await client()).consumer({
+        groupId: `outboxkit-wakeup.${hostname()}.${process.pid}.${randomBytes(4).toString('hex')}`,
+        maxWaitTimeInMs: maxWaitMs,
+        sessionTimeout: 10_000,
+        heartbeatInterval: 1_000,
+        allowAutoTopicCreation: true,
+        // A crash ends this consumer; the shared loop makes the next one, with its backoff.
+        retry: { retries: 2, initialRetryTime: 100, restartOnFailure: async () => false },
+      });
+      let fetched: () => void = () => {};
+      const firstFetch = new Promise<void>((resolve) => {
+        fetched = resolve;
+      });
+      const offFetch = consumer.on(consumer.events.FETCH, () => fetched());
+      let crashed: (error: unknown) => void = () => {};
+      const crash = new Promise<never>((_, reject) => {
+        crashed = reject;
+      });
+      crash.catch(() => {});
+      consumer.on(consumer.events.CRASH, (e) => {
+        crashed(e.payload.error);
+        lost(e.payload.error);
+      });
+      let timer: NodeJS.Timeout | undefined;
+      try {
+        await consumer.connect();
+        await consumer.subscribe({ topics: [topic], fromBeginning: false });
+        await consumer.run({
+          autoCommit: false,
+          eachMessage: async ({ message }) => signal(topicsOf(message.value)),
+        });
+        await Promise.race([
+          firstFetch,
+          crash,
+          new Promise<never>((_, reject) => {
+            timer = setTimeout(
+              () => reject(new Error(`no first fetch within ${joinTimeoutMs} ms`)),
+              joinTimeoutMs,
+            );
+          }),
+        ]);
+      } catch (error) {
+        await withinMs(consumer.disconnect(), CLOSE_WAIT_MS);
+        throw error;
+      } finally {
+        clearTimeout(timer);
+        offFetch();
+      }
+      return consumer;
+    },
+    async disconnect(consumer) {
+      await withinMs(consumer.disconnect(), CLOSE_WAIT_MS);
+    },
+  });
+
+  return {
+    name: 'kafka',
+    capabilities: {},
+    signal(topics) {
+      if (closed) return;
+      const value = JSON.stringify([...topics]);
+      producing()
+        .then((p) => p.send({ topic, acks: 1, messages: [{ value }] }))
+        .catch((error: unknown) => {
+          logger.warn(`kafkaWakeup could not send a signal on "${topic}"; relays poll instead`, {
+            error: error instanceof Error ? error.message : String(error),
+          });
+        });
+    },
+    async listen(onSignal, context?: WakeupListenContext) {
+      if (!options.logger && context?.logger) logger = context.logger;
+      closed = false;
+      return subscription.listen(onSignal);
+    },
+    async close() {
+      closed = true;
+      await subscription.close();
+      const p = producer;
+      producer = undefined;
+      const made = await p?.catch(() => undefined);
+      if (made) await withinMs(made.disconnect(), CLOSE_WAIT_MS);
+    },
+  };
+}
+
+/** The topics of a signal record: a JSON array of names; anything else reads as "look". */
+function topicsOf(value: Buffer | null): readonly string[] {
+  if (!value) return [];
+  try {
+    const parsed: unknown = JSON.parse(value.toString('utf8'));
+    if (Array.isArray(parsed) && parsed.every((t) => typeof t === 'string')) return parsed;
+  } catch {
+    // not JSON: a bare ping still wakes the relays
+  }
+  return [];
+}
+
+/** Wait for `promise` at most `ms` (never rejects): a best-effort release. */
+async function withinMs(promise: Promise<unknown>, ms: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  await Promise.race([
+    promise.catch(() => {}),
+    new Promise<void>((resolve) => {
+      timer = setTimeout(resolve, ms);
+      timer.unref();
+    }),
+  ]);
+  clearTimeout(timer);
+}

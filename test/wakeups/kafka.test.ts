@@ -1,0 +1,279 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import {
+  ConfigurationError,
+  defineOutbox,
+  event,
+  kafkaWakeup,
+  type Outbox,
+  type OutboxLogger,
+  receiver,
+  silentLogger,
+} from '../../src/index.js';
+import { abortableSleep } from '../../src/relay/run-relay.js';
+import { pollUntil, wakeupConformance } from '../../testing/conformance/index.js';
+import type { TestDatabase } from '../../testing/databases.js';
+import { fakeTime, openOutbox, waitFor } from '../relay/support.js';
+import { describeEachDialect } from '../support/dialects.js';
+import {
+  cuttableKafka,
+  KAFKA_BROKERS,
+  testProducer,
+  uniqueTopic,
+} from '../transports/kafka-support.js';
+
+/*
+ * Against a real Kafka protocol server (the kcat mock cluster or OUTBOX_TEST_KAFKA_BROKERS).
+ * The mock waits out every empty fetch, so listeners here fetch every 100 ms; a new
+ * consumer group takes ~3 s to join there, which every listen() pays once.
+ */
+const describeKafka = describe.skipIf(KAFKA_BROKERS === null);
+const context = { connection: { dialect: 'sqlite' } } as const;
+const FAST = { maxWaitMs: 100 } as const;
+
+function recordingLogger() {
+  const lines: { level: 'warn' | 'error'; message: string }[] = [];
+  const logger: OutboxLogger = {
+    debug() {},
+    info() {},
+    warn: (message) => void lines.push({ level: 'warn', message }),
+    error: (message) => void lines.push({ level: 'error', message }),
+  };
+  return { logger, lines };
+}
+
+function ear() {
+  const heard: (readonly string[])[] = [];
+  return { heard, onSignal: (topics: readonly string[]) => void heard.push([...topics]) };
+}
+
+describeKafka('kafkaWakeup conformance', () => {
+  wakeupConformance(
+    'kafkaWakeup',
+    async ({ runId }) => ({
+      wakeup: kafkaWakeup({
+        brokers: KAFKA_BROKERS!,
+        topic: `obk-wake-${runId}`,
+        logger: silentLogger,
+        ...FAST,
+      }),
+      context,
+    }),
+    { signalWithinMs: 10_000 },
+  );
+});
+
+describe('kafkaWakeup: options', () => {
+  it('refuses options it cannot work with, before anything connects', () => {
+    expect(() => kafkaWakeup({})).toThrowErrorMatchingInlineSnapshot(
+      `[ConfigurationError: kafkaWakeup() takes brokers or a client, exactly one (got neither)]`,
+    );
+    expect(() => kafkaWakeup({ brokers: 'kafka' })).toThrowErrorMatchingInlineSnapshot(
+      `[ConfigurationError: kafkaWakeup({ brokers }) must list brokers as "host:port" (got "kafka")]`,
+    );
+    expect(() => kafkaWakeup({ brokers: 'a:9092', topic: 'a b' })).toThrow(ConfigurationError);
+    expect(() =>
+      kafkaWakeup({ brokers: 'a:9092', maxFailures: 0 }),
+    ).toThrowErrorMatchingInlineSnapshot(
+      `[ConfigurationError: kafkaWakeup({ maxFailures }) must be an integer ≥ 1 (got 0)]`,
+    );
+  });
+
+  it('needs nothing of the database: any dialect, the signal sent after commit', () => {
+    expect(kafkaWakeup({ brokers: 'a:9092' }).capabilities).toEqual({});
+  });
+});
+
+describeKafka('kafkaWakeup', () => {
+  it('reads the signals topic from its end, outside any shared group: two processes each hear every signal, and none hears an old one', async () => {
+    const topic = uniqueTopic('wake');
+    // A signal sent before anyone listens: nobody may replay it.
+    const old = testProducer();
+    await old.connect();
+    await old.send({ topic, messages: [{ value: JSON.stringify(['shop.Old']) }] });
+    await old.disconnect();
+    const a = kafkaWakeup({ brokers: KAFKA_BROKERS!, topic, logger: silentLogger, ...FAST });
+    const b = kafkaWakeup({ brokers: KAFKA_BROKERS!, topic, logger: silentLogger, ...FAST });
+    const ea = ear();
+    const eb = ear();
+    try {
+      const [offA, offB] = await Promise.all([
+        a.listen(ea.onSignal, context),
+        b.listen(eb.onSignal, context),
+      ]);
+      a.signal(['shop.OrderPlaced']);
+      await pollUntil(
+        () => [ea.heard, eb.heard],
+        ([x, y]) => x.length > 0 && y.length > 0,
+        10_000,
+      );
+      expect(ea.heard).toEqual([['shop.OrderPlaced']]);
+      expect(eb.heard).toEqual([['shop.OrderPlaced']]);
+      await offA();
+      await offB();
+    } finally {
+      await a.close();
+      await b.close();
+    }
+  }, 30_000);
+
+  it('consumes again after its connections are dropped, and then signals its listeners with no topics, since a signal may have been missed', async () => {
+    const topic = uniqueTopic('wake');
+    const path = await cuttableKafka();
+    const { logger, lines } = recordingLogger();
+    const wakeup = kafkaWakeup({
+      client: path.client({ retry: { retries: 1, initialRetryTime: 100 } }),
+      topic,
+      logger,
+      ...FAST,
+    });
+    const sender = kafkaWakeup({ brokers: KAFKA_BROKERS!, topic, logger: silentLogger });
+    const e = ear();
+    try {
+      await wakeup.listen(e.onSignal, context);
+      path.cut();
+      await waitFor(
+        () => lines.some((l) => l.message.includes('lost its consumer')),
+        'the wakeup to notice its consumer is gone',
+        20_000,
+      );
+      path.restore();
+      expect(
+        await pollUntil(
+          () => e.heard,
+          (h) => h.length > 0,
+          20_000,
+        ),
+      ).toEqual([[]]);
+      sender.signal(['shop.OrderPlaced']);
+      expect(
+        await pollUntil(
+          () => e.heard,
+          (h) => h.length > 1,
+          10_000,
+        ),
+      ).toEqual([[], ['shop.OrderPlaced']]);
+      expect(lines.filter((l) => l.level === 'error')).toEqual([]);
+    } finally {
+      await wakeup.close();
+      await sender.close();
+      await path.close();
+    }
+  }, 60_000);
+
+  it('gives up on the fifth failure in a row with an ERROR, while listen() resolves and the relay polls on', async () => {
+    const path = await cuttableKafka();
+    path.cut();
+    const time = fakeTime();
+    const { logger, lines } = recordingLogger();
+    const wakeup = kafkaWakeup({
+      client: path.client({ retry: { retries: 0 } }),
+      topic: uniqueTopic('wake'),
+      logger,
+      scheduler: time.scheduler,
+      ...FAST,
+    });
+    try {
+      const off = await wakeup.listen(() => {}, context);
+      for (let attempt = 1; attempt <= 4; attempt++) {
+        await waitFor(() => time.pending() > 0, `retry ${attempt} to be scheduled`, 10_000);
+        await time.tick(20_000);
+        await waitFor(() => lines.length > attempt, `attempt ${attempt + 1} to fail`, 10_000);
+      }
+      expect(lines.map((l) => l.level)).toEqual(['warn', 'warn', 'warn', 'warn', 'warn', 'error']);
+      expect(lines.at(-1)?.message.replace(/"obk-test-wake-\w+"/, '"…"')).toMatchInlineSnapshot(
+        `"kafkaWakeup: reading signals topic "…" failed 5 time(s) in a row; giving up (maxFailures: 5), relays keep polling"`,
+      );
+      expect(time.pending()).toBe(0);
+      await off();
+    } finally {
+      await wakeup.close();
+      await path.close();
+    }
+  }, 60_000);
+});
+
+describeEachDialect('kafkaWakeup wakes relays', (dialect) => {
+  let db: TestDatabase;
+  beforeAll(async () => {
+    db = await dialect.open();
+  });
+  afterAll(() => db.cleanup());
+
+  const Committed = event({ schema: z.object({ n: z.number() }) });
+  const RolledBack = event({ schema: z.object({ n: z.number() }) });
+
+  async function startRelay(outbox: Outbox) {
+    const stop = new AbortController();
+    const idle = { waits: 0 };
+    const running = outbox.runRelay({
+      signal: stop.signal,
+      // A poll no test waits out: a delivery that comes fast came from the wakeup.
+      pollIntervalMs: 60_000,
+      sleep: (ms, signal) => {
+        idle.waits += 1;
+        return abortableSleep(ms, signal);
+      },
+    });
+    await waitFor(() => idle.waits >= 1, 'the relay to go idle', 20_000);
+    return async () => {
+      stop.abort();
+      await running;
+    };
+  }
+
+  it.skipIf(KAFKA_BROKERS === null)(
+    'a relay idle on a 60 s poll wakes within a few seconds of a commit, and no signal is sent for a rollback',
+    async () => {
+      const topic = uniqueTopic('wake');
+      const delivered: { n: number; at: number }[] = [];
+      const config = defineOutbox({
+        events: { 'shop.Committed': Committed, 'shop.RolledBack': RolledBack },
+        receivers: {
+          'shop.note': receiver(Committed, {
+            handle: (e) => void delivered.push({ n: e.payload.n, at: Date.now() }),
+          }),
+          'shop.never': receiver(RolledBack, { handle: () => {} }),
+        },
+      });
+      const wakeup = kafkaWakeup({ brokers: KAFKA_BROKERS!, topic, logger: silentLogger, ...FAST });
+      // Another process's listener on the same topic: what was signalled, seen from outside.
+      const witness = kafkaWakeup({
+        brokers: KAFKA_BROKERS!,
+        topic,
+        logger: silentLogger,
+        ...FAST,
+      });
+      const seen = ear();
+      const offWitness = await witness.listen(seen.onSignal, context);
+      const outbox = await openOutbox(db, config, { wakeup });
+      const stop = await startRelay(outbox);
+      try {
+        await db.sequelize
+          .transaction(async (transaction) => {
+            await outbox.fire('shop.RolledBack', { n: 0 }, { transaction });
+            throw new Error('roll it back');
+          })
+          .catch(() => {});
+        const committedAt = Date.now();
+        await db.sequelize.transaction(async (transaction) => {
+          // Two events of one topic in one transaction: one signal.
+          await outbox.fire('shop.Committed', { n: 1 }, { transaction });
+          await outbox.fire('shop.Committed', { n: 2 }, { transaction });
+        });
+        await waitFor(() => delivered.length === 2, 'the woken relay to deliver', 10_000);
+        expect(delivered[0].at - committedAt).toBeLessThan(3_000);
+        await waitFor(() => seen.heard.length > 0, 'the witness to hear the signal', 10_000);
+        // A moment for a second (wrong) signal to show up, had either been sent.
+        await new Promise((r) => setTimeout(r, 500));
+        expect(seen.heard).toEqual([['shop.Committed']]);
+      } finally {
+        await stop();
+        await offWitness();
+        await witness.close();
+        await outbox.close();
+      }
+    },
+    60_000,
+  );
+});
