@@ -26,7 +26,7 @@ import { ensurePeers } from './peers/install.js';
 import { EXPERIMENTS, type Experiment } from './protocol.js';
 import { benchPrune } from './prune.js';
 import { benchRedisStreams } from './redis-streams.js';
-import { parseBenchWakeups } from './wakeups.js';
+import { ensureBenchKafka, parseBenchWakeups } from './wakeups.js';
 import { benchWriteCost } from './write-cost.js';
 
 const DRAIN_KINDS: readonly DrainKind[] = [
@@ -48,6 +48,7 @@ const OPTIONS = {
   receivers: { type: 'string', default: 'noop-delivery,noop-deliver-batch,noop-handler' },
   rate: { type: 'string', default: '200' },
   seconds: { type: 'string', default: '10' },
+  warmup: { type: 'string', default: '1' },
   producers: { type: 'string' },
   'producer-async-commit': { type: 'boolean', default: false },
   systems: { type: 'string', default: 'outboxkit' },
@@ -117,6 +118,7 @@ async function main(): Promise<void> {
         throw new Error(`--systems: unknown system ${s} (${LATENCY_SYSTEMS.join(', ')})`);
     if (systems.includes('graphile') || systems.includes('pgboss')) ensurePeers();
     const wakeups = parseBenchWakeups(values.wakeups);
+    const stopKafka = wakeups.includes('kafka') ? await ensureBenchKafka() : () => {};
     for (const system of systems as LatencySystem[]) {
       // Only outboxkit's relay takes another wakeup; the others have the one they have.
       for (const wakeup of system === 'outboxkit' ? wakeups : [undefined]) {
@@ -127,13 +129,14 @@ async function main(): Promise<void> {
           system,
           rate,
           seconds,
-          warmupSeconds: 1,
+          warmupSeconds: positiveInt('warmup', values.warmup),
           producers,
           producerSynchronousCommit: values['producer-async-commit'] ? false : undefined,
           wakeup,
         });
       }
     }
+    stopKafka();
   }
   if (only.has('prune')) {
     const histories = values['prune-history'].split(',').map((h) => {
