@@ -61,6 +61,19 @@ export function servedLanes(
   return (choice === null ? declared : [choice]).filter((l) => !excluded.has(l));
 }
 
+/**
+ * The lanes a claim takes: those served (`undefined`: every lane) less those set aside.
+ * With none set aside, `served` itself, so the claim keeps its filter (none for every lane).
+ */
+export function lanesNotSetAside(
+  config: OutboxConfig,
+  served: readonly string[] | undefined,
+  aside: ReadonlySet<string>,
+): readonly string[] | undefined {
+  if (aside.size === 0) return served;
+  return (served ?? config.lanes).filter((l) => !aside.has(l));
+}
+
 /** A claim's receiver-key filter for a set of lanes (see ClaimOptions). */
 export interface LaneKeyFilter {
   readonly receiverKeys?: readonly string[];
