@@ -27,7 +27,7 @@ import {
   type LeanAcknowledgement,
   runLeanTransaction,
 } from './handler-transaction.js';
-import { postgresMigrationProfile } from './migration.js';
+import { postgresExclusively, postgresMigrationProfile } from './migration.js';
 import {
   isPgClient,
   type PgClient,
@@ -156,15 +156,7 @@ export class PostgresStore extends SqlStore {
       dialect: this.d,
       runner: this.runner,
       schema: profile.schema,
-      exclusively: (work) =>
-        this.sequelize.transaction(async (transaction) => {
-          await this.runner.run(
-            'SELECT pg_advisory_xact_lock(hashtext($1))',
-            [lockKey],
-            transaction,
-          );
-          await work(transaction);
-        }),
+      exclusively: postgresExclusively(this.sequelize, this.runner, lockKey),
       prelude: profile.prelude,
       analyze: (tables) => tables.map((table) => `ANALYZE ${table}`),
     });

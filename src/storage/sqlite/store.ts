@@ -1,4 +1,4 @@
-import { type Sequelize, Transaction } from 'sequelize';
+import type { Sequelize, Transaction } from 'sequelize';
 import { toStoredEvent } from '../rows.js';
 import { withBatchCompletion } from '../sql/batch-completion.js';
 import { ClaimStatements, claimShape } from '../sql/claim-filter.js';
@@ -17,7 +17,7 @@ import type { TableNames } from '../tables.js';
 import { SQLITE_CAPABILITIES } from './capabilities.js';
 import { configureConnections } from './connections.js';
 import { sqliteDialect } from './dialect.js';
-import { sqliteMigrationProfile } from './migration.js';
+import { sqliteExclusively, sqliteMigrationProfile } from './migration.js';
 import { SQLITE_PRUNE } from './prune.js';
 import { SqliteRelayLock } from './relay-lock.js';
 import { sqliteRunner } from './runner.js';
@@ -66,8 +66,7 @@ export class SqliteStore extends SqlStore {
       dialect: this.d,
       runner: this.runner,
       schema: profile.schema,
-      exclusively: (work) =>
-        this.sequelize.transaction({ type: Transaction.TYPES.IMMEDIATE }, work),
+      exclusively: sqliteExclusively(this.sequelize),
       prelude: profile.prelude,
       analyze: () => [],
     });
