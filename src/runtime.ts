@@ -3,6 +3,7 @@ import type { OutboxConfig } from './declare/define-outbox.js';
 import type { AroundDelivery, FireHeaders } from './observe/around-delivery.js';
 import type { SafeEmitter } from './observe/events.js';
 import type { OutboxLogger } from './observe/logger.js';
+import type { LaneClaim } from './relay/lanes.js';
 import type { OutboxStore } from './storage/store.js';
 import type { OutboxWakeup } from './wakeups/wakeup.js';
 
@@ -73,6 +74,8 @@ export interface RuntimeState {
    * outbox instance, not one per attempt.
    */
   readonly countedDeferralWarned: Set<string>;
+  /** Each set of lanes a claim served, with its key filter and lease (see laneClaimOf). */
+  readonly laneClaims: Map<string, LaneClaim>;
 }
 
 /**
@@ -114,6 +117,7 @@ export function newRuntimeState(): RuntimeState {
     relays: 0,
     pendingSignals: new WeakMap(),
     countedDeferralWarned: new Set(),
+    laneClaims: new Map(),
   };
 }
 

@@ -116,6 +116,12 @@ export interface EventRoute {
    * planning must call their functions; false keeps `fire()`'s plan a plain map.
    */
   readonly schedules: boolean;
+  /**
+   * The same event owed to nobody: the route `fire()` plans when a `suppressed()` block
+   * names the event (no receiver of any mode, nothing to schedule). Derived from the
+   * route, so it is built beside it once, here; a silenced route is its own `silenced`.
+   */
+  readonly silenced: EventRoute;
 }
 
 /**
@@ -559,6 +565,7 @@ export function defineOutbox<const E extends Record<string, EventDefinition>>(
       onCommit: mine.filter((r) => r.mode === 'onCommit'),
       durable,
       schedules: durable.some((r) => r.targets !== undefined || r.due !== undefined),
+      silenced: silencedRoute(event),
     });
   }
   const byKey = new Map(receivers.map((r) => [r.key, r]));
@@ -582,6 +589,20 @@ export function defineOutbox<const E extends Record<string, EventDefinition>>(
     route: (name: string) => routes.get(name),
     receiver: (key: string) => byKey.get(key),
   });
+}
+
+/** The route of an event owed to no receiver: what a `suppressed()` block leaves of it. */
+function silencedRoute(event: ResolvedEvent): EventRoute {
+  const quiet: { -readonly [K in keyof EventRoute]: EventRoute[K] } = {
+    event,
+    inline: [],
+    onCommit: [],
+    durable: [],
+    schedules: false,
+    silenced: undefined as unknown as EventRoute,
+  };
+  quiet.silenced = quiet;
+  return quiet;
 }
 
 /**

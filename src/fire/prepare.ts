@@ -1,7 +1,7 @@
 import type { ZodType } from 'zod';
 import { type EncodedJson, encodeJsonValue } from '../codec/json.js';
 import { closestName, formatConfigPath } from '../declare/config-path.js';
-import type { EventRoute, OutboxConfig } from '../declare/define-outbox.js';
+import type { OutboxConfig } from '../declare/define-outbox.js';
 import type { JsonValue } from '../declare/types.js';
 import { ValidationError } from '../errors/outbox-error.js';
 import type { ScopeFrame } from '../scope/frame.js';
@@ -41,17 +41,6 @@ export function prepareEvents(
   return messages.map((m, i) =>
     prepareEvent(config, m, now, messages.length > 1 ? `${where}[${i}]` : where, frame),
   );
-}
-
-/** The route of a suppressed event: the event, owed to no receiver (one per route). */
-const silencedRoutes = new WeakMap<EventRoute, EventRoute>();
-function silenced(route: EventRoute): EventRoute {
-  let quiet = silencedRoutes.get(route);
-  if (!quiet) {
-    quiet = { event: route.event, inline: [], onCommit: [], durable: [], schedules: false };
-    silencedRoutes.set(route, quiet);
-  }
-  return quiet;
 }
 
 function prepareEvent(
@@ -126,7 +115,7 @@ function prepareEvent(
       ? suppressionOf(frame.suppressions, route.event.name)
       : null;
   return {
-    route: suppression ? silenced(route) : route,
+    route: suppression ? route.silenced : route,
     payload: parsed.data,
     headers,
     suppression,

@@ -30,9 +30,58 @@ export function finishedOf(transaction: Transaction): string | undefined {
 }
 
 /**
- * The transaction `fire()` writes in: the one passed explicitly, else the one Sequelize's
- * CLS namespace carries (when the application enabled `Sequelize.useCLS`), else none — and
- * `fire()` then commits at once in a transaction of its own. Either may be a savepoint.
+ * What a call that joins the caller's transaction says when it refuses one: each call
+ * names itself and what would go wrong, in its own words.
+ */
+export interface JoinRefusals {
+  /** The transaction belongs to another Sequelize instance than the call's. */
+  readonly foreign: string;
+  /** It, or one enclosing it, has already ended (`finished`: `commit` or `rollback`). */
+  readonly ended: (finished: string) => string;
+}
+
+/**
+ * THE join of the caller's transaction, shared by `fire()` and `inbox.handle()` (and what
+ * builds on `fire()`): the one passed explicitly, else the one Sequelize's CLS namespace
+ * carries (when the application enabled `Sequelize.useCLS`) unless it has ended, else none
+ * — and the call then opens its own. Either may be a savepoint.
+ *
+ * @throws {ValidationError} (path `options.transaction`, words from `refusals`) for a
+ * transaction of another Sequelize instance (the write would commit on a different
+ * connection than the change it goes with), or one that (or whose outermost transaction)
+ * has already ended.
+ */
+export function joinTransaction(
+  sequelize: Sequelize,
+  explicit: Transaction | null | undefined,
+  refusals: JoinRefusals,
+): Transaction | undefined {
+  if (explicit) {
+    if (internals(explicit).sequelize !== sequelize) {
+      throw new ValidationError(refusals.foreign, { path: 'options.transaction' });
+    }
+    const finished = ended(explicit);
+    if (finished) {
+      throw new ValidationError(refusals.ended(finished), { path: 'options.transaction' });
+    }
+    return explicit;
+  }
+  const cls = (sequelize.constructor as unknown as { _cls?: { get(key: string): unknown } })._cls;
+  const ambient = cls?.get('transaction') as Transaction | undefined;
+  return ambient && !ended(ambient) ? ambient : undefined;
+}
+
+/** `fire()`'s refusals of a transaction it cannot write in. */
+const FIRE_REFUSALS: JoinRefusals = {
+  foreign:
+    "options.transaction belongs to another Sequelize instance than the outbox was created with; the event would not commit with your change. Pass a transaction of the outbox's Sequelize, or create the outbox with that instance.",
+  ended: (finished) =>
+    `options.transaction has already ended (${finished}); fire inside a live transaction`,
+};
+
+/**
+ * The transaction `fire()` writes in (see {@link joinTransaction}); with none, `fire()`
+ * commits at once in a transaction of its own.
  *
  * @throws {ValidationError} for a transaction of another Sequelize instance (the event
  * would commit on a different connection than the change it reports), or one that (or
@@ -42,25 +91,7 @@ export function resolveTransaction(
   sequelize: Sequelize,
   explicit: Transaction | null | undefined,
 ): Transaction | undefined {
-  if (explicit) {
-    if (internals(explicit).sequelize !== sequelize) {
-      throw new ValidationError(
-        "options.transaction belongs to another Sequelize instance than the outbox was created with; the event would not commit with your change. Pass a transaction of the outbox's Sequelize, or create the outbox with that instance.",
-        { path: 'options.transaction' },
-      );
-    }
-    const finished = ended(explicit);
-    if (finished) {
-      throw new ValidationError(
-        `options.transaction has already ended (${finished}); fire inside a live transaction`,
-        { path: 'options.transaction' },
-      );
-    }
-    return explicit;
-  }
-  const cls = (sequelize.constructor as unknown as { _cls?: { get(key: string): unknown } })._cls;
-  const ambient = cls?.get('transaction') as Transaction | undefined;
-  return ambient && !ended(ambient) ? ambient : undefined;
+  return joinTransaction(sequelize, explicit, FIRE_REFUSALS);
 }
 
 /** How the transaction, or one enclosing it, ended; undefined while all are open. */

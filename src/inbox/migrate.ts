@@ -5,24 +5,22 @@
  * read which versions are applied, apply the rest in order, each recorded in the same
  * transaction. Idempotent, and safe when two processes run it at once.
  */
-import { Transaction } from 'sequelize';
+import { postgresExclusively } from '../storage/postgres/migration.js';
+import { sqliteExclusively } from '../storage/sqlite/migration.js';
 import type { InboxContext } from './context.js';
 import { INBOX_MIGRATION_VERSIONS, inboxMigrationBody, inboxPrelude } from './schema.js';
 
 export async function migrateInbox(c: InboxContext): Promise<void> {
   const { runner, tables: t } = c;
   if (c.dialect === 'sqlite') await runner.run('PRAGMA journal_mode=WAL', []);
-  const exclusively = (work: (transaction: Transaction) => Promise<void>) =>
+  const exclusively =
     c.dialect === 'postgres'
-      ? c.sequelize.transaction(async (transaction) => {
-          await runner.run(
-            'SELECT pg_advisory_xact_lock(hashtext($1))',
-            [`outboxkit-inbox:${t.schema ?? 'public'}:${t.prefix}`],
-            transaction,
-          );
-          await work(transaction);
-        })
-      : c.sequelize.transaction({ type: Transaction.TYPES.IMMEDIATE }, work);
+      ? postgresExclusively(
+          c.sequelize,
+          runner,
+          `outboxkit-inbox:${t.schema ?? 'public'}:${t.prefix}`,
+        )
+      : sqliteExclusively(c.sequelize);
   await exclusively(async (transaction) => {
     for (const statement of inboxPrelude(c.dialect, t))
       await runner.run(statement, [], transaction);

@@ -1,8 +1,7 @@
 import type { Runtime } from '../runtime.js';
 import type { ClaimedDelivery, ClaimOptions, ClaimToken } from '../storage/store.js';
-import { claimLeaseSeconds } from './claim-lease.js';
 import { newClaimToken } from './claim-token.js';
-import { laneKeyFilter } from './lanes.js';
+import { type LaneKeyFilter, laneClaimOf } from './lanes.js';
 
 /**
  * What one claim asks for: the store's {@link ClaimOptions} without the token and the
@@ -24,7 +23,7 @@ export type ClaimRequest = Omit<ClaimOptions, 'token' | 'leaseUntil'> & {
 export interface Claim {
   readonly token: ClaimToken;
   readonly rows: readonly ClaimedDelivery[];
-  /** The lease stamped on every row, in seconds (see {@link claimLeaseSeconds}). */
+  /** The lease stamped on every row, in seconds (see `claimLeaseSeconds`). */
   readonly leaseSeconds: number;
   /** When the stamped lease lapses. */
   readonly leaseUntil: Date;
@@ -35,16 +34,17 @@ export interface Claim {
  * a fresh claim token on the real clock, and one claim statement leased from the later of
  * `now` and the real clock (so a test's `now` ahead of the clock never stamps a lease that
  * has already lapsed by the real clock's reckoning, nor one behind it). The lease is the
- * claimed lanes' own (see {@link claimLeaseSeconds}); the lanes' filter is read from the
- * config here, on every claim.
+ * claimed lanes' own (see `claimLeaseSeconds`); it and the lanes' filter are derived
+ * from the frozen config once per set of lanes per outbox (see laneClaimOf), not per claim.
  */
 export async function claimBatch(rt: Runtime, request: ClaimRequest): Promise<Claim> {
   const token = newClaimToken(request.workerId, rt.clock, rt.state);
-  const leaseSeconds = claimLeaseSeconds(rt.config, request.lanes);
+  const lanes = laneClaimOf(rt.config, rt.state.laneClaims, request.lanes);
+  const leaseSeconds = lanes.leaseSeconds;
   const leaseUntil = new Date(
     Math.max(request.now.getTime(), rt.clock().getTime()) + leaseSeconds * 1000,
   );
-  const keys = keyFilter(rt, request);
+  const keys = keyFilter(lanes.keys, request);
   // A filter that admits nothing (every served lane set aside, no topic) claims nothing:
   // there is no statement to send.
   if (
@@ -75,10 +75,9 @@ export async function claimBatch(rt: Runtime, request: ClaimRequest): Promise<Cl
 
 /** The receiver-key filter of a request: its lanes', and its own keys', both holding. */
 function keyFilter(
-  rt: Runtime,
+  lane: LaneKeyFilter,
   request: ClaimRequest,
 ): Pick<ClaimOptions, 'receiverKeys' | 'excludeReceiverKeys'> {
-  const lane = request.lanes === undefined ? {} : laneKeyFilter(rt.config, request.lanes);
   let receiverKeys = request.receiverKeys ?? lane.receiverKeys;
   if (request.receiverKeys && lane.receiverKeys) {
     const inLane = new Set(lane.receiverKeys);

@@ -3,7 +3,7 @@ import { ConfigurationError } from '../errors/outbox-error.js';
 import type { Runtime } from '../runtime.js';
 import { claimBatch } from './claim.js';
 import { deliverBatch } from './deliver-batch.js';
-import { type LaneControl, servedLanes } from './lanes.js';
+import { type LaneControl, lanesNotSetAside, servedLanes } from './lanes.js';
 import { checkTopics } from './relay-topics.js';
 
 /** Options of `outbox.deliverPending()`. */
@@ -83,15 +83,13 @@ export async function deliverPending(
   const exclude = new Set<string>();
   let remaining = options.limit ?? Number.POSITIVE_INFINITY;
   while (remaining > 0) {
-    const claimLanes =
-      aside.size === 0 ? lanes : (lanes ?? rt.config.lanes).filter((l) => !aside.has(l));
     const claim = await claimBatch(rt, {
       workerId,
       now: options.now ?? rt.clock(),
       limit: Math.min(remaining, options.batchSize ?? settings.batchSize),
       ignoreBackoff: options.ignoreBackoff,
       excludeIds: exclude.size > 0 ? [...exclude] : undefined,
-      lanes: claimLanes,
+      lanes: lanesNotSetAside(rt.config, lanes, aside),
       topics,
       excludeTopics,
     });

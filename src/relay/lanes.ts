@@ -4,12 +4,13 @@
  *
  * A named lane is the keys of the durable receivers declared in it; the default lane is
  * every row no named lane takes — so it also takes rows whose receiver has since been
- * deleted (recorded `orphaned`), or is no longer durable. Read from the config on every
- * claim, never copied onto the row, so moving a receiver to another lane moves its owed
- * rows with it.
+ * deleted (recorded `orphaned`), or is no longer durable. Read from the config (once per
+ * set of lanes per outbox, see laneClaimOf), never copied onto the row, so moving a
+ * receiver to another lane moves its owed rows with it.
  */
 import { DEFAULT_LANE, type OutboxConfig } from '../declare/define-outbox.js';
 import { ConfigurationError } from '../errors/outbox-error.js';
+import { claimLeaseSeconds } from './claim-lease.js';
 
 /**
  * The lane a relay serves: a lane's name, or `null` for every lane (a single relay in
@@ -60,6 +61,19 @@ export function servedLanes(
   return (choice === null ? declared : [choice]).filter((l) => !excluded.has(l));
 }
 
+/**
+ * The lanes a claim takes: those served (`undefined`: every lane) less those set aside.
+ * With none set aside, `served` itself, so the claim keeps its filter (none for every lane).
+ */
+export function lanesNotSetAside(
+  config: OutboxConfig,
+  served: readonly string[] | undefined,
+  aside: ReadonlySet<string>,
+): readonly string[] | undefined {
+  if (aside.size === 0) return served;
+  return (served ?? config.lanes).filter((l) => !aside.has(l));
+}
+
 /** A claim's receiver-key filter for a set of lanes (see ClaimOptions). */
 export interface LaneKeyFilter {
   readonly receiverKeys?: readonly string[];
@@ -84,6 +98,36 @@ export function laneKeyFilter(config: OutboxConfig, lanes: readonly string[]): L
       .filter((r) => r.lane !== DEFAULT_LANE && served.has(r.lane))
       .map((r) => r.key),
   };
+}
+
+/** What a claim derives from the lanes it serves: its receiver-key filter and its lease. */
+export interface LaneClaim {
+  readonly keys: LaneKeyFilter;
+  /** See {@link claimLeaseSeconds}. */
+  readonly leaseSeconds: number;
+}
+
+/**
+ * The {@link LaneClaim} of `lanes` (every lane when undefined), computed once per set of
+ * lanes per outbox and kept in `known`: the config is frozen, so a claim need not walk
+ * every receiver again. `known` holds one entry per distinct set a claim asked for (the
+ * lanes served, less those a deferral paused), a handful at most.
+ */
+export function laneClaimOf(
+  config: OutboxConfig,
+  known: Map<string, LaneClaim>,
+  lanes: readonly string[] | undefined,
+): LaneClaim {
+  const key = lanes === undefined ? '*' : JSON.stringify(lanes);
+  let claim = known.get(key);
+  if (!claim) {
+    claim = {
+      keys: lanes === undefined ? {} : laneKeyFilter(config, lanes),
+      leaseSeconds: claimLeaseSeconds(config, lanes),
+    };
+    known.set(key, claim);
+  }
+  return claim;
 }
 
 /**

@@ -7,7 +7,7 @@ import type { WakeupConnection } from '../wakeups/wakeup.js';
 import { type Claim, claimBatch } from './claim.js';
 import { deliverBatch } from './deliver-batch.js';
 import { IdleSweep, monotonicMs } from './idle-prune.js';
-import { type LaneControl, LanePauses, servedLanes } from './lanes.js';
+import { type LaneControl, LanePauses, lanesNotSetAside, servedLanes } from './lanes.js';
 import { RelayState } from './relay-state.js';
 import { checkTopics, servesTopic } from './relay-topics.js';
 import { SingleRelayLock } from './single-relay-lock.js';
@@ -229,11 +229,8 @@ export async function runRelay(rt: Runtime, options: RunRelayOptions = {}): Prom
     },
   };
   /** The lanes the next claim takes: those served, less the paused ones. */
-  const claimLanes = (at: Date): readonly string[] | undefined => {
-    const paused = pauses.active(at.getTime());
-    if (paused.size === 0) return lanes;
-    return (lanes ?? rt.config.lanes).filter((l) => !paused.has(l));
-  };
+  const claimLanes = (at: Date): readonly string[] | undefined =>
+    lanesNotSetAside(rt.config, lanes, pauses.active(at.getTime()));
   let errorBackoffMs = pollMs;
   const maxNonTransientMs = options.maxNonTransientErrorMs ?? DEFAULT_MAX_NON_TRANSIENT_MS;
   /** When the current run of non-transient claim failures began (outbox clock, ms). */

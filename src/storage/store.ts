@@ -257,15 +257,7 @@ export interface Maintenance {
    * transaction is the one writer), and return them in that order. Ids naming no event are
    * left out. The lock cancel, replay, requeue and prune share: take it first.
    */
-  lockEvents(
-    ids:
-      | { readonly uuids: readonly string[] }
-      | { readonly sequences: readonly string[] }
-      | {
-          readonly deliveryIds: readonly string[];
-        },
-    transaction: Transaction,
-  ): Promise<LockedEvent[]>;
+  lockEvents(ids: EventLockSelection, transaction: Transaction): Promise<LockedEvent[]>;
   /**
    * Withdraw the pending and failed rows of these events (narrowed by receiver and row ids)
    * as `cancelled`, completed at `completedAt`; count the claimed rows of the same scope.
@@ -319,6 +311,12 @@ export interface Maintenance {
   /** Up to `limit` dead rows completed before `before`, oldest first. Returns how many. */
   deleteDeadDeliveries(before: Date, limit: number): Promise<number>;
 }
+
+/** Which events `lockEvents` locks: by uuid, by sequence, or the events of these delivery ids. */
+export type EventLockSelection =
+  | { readonly uuids: readonly string[] }
+  | { readonly sequences: readonly string[] }
+  | { readonly deliveryIds: readonly string[] };
 
 /** An event an operation locked: its sequence, uuid and name (its topic). */
 export interface LockedEvent {

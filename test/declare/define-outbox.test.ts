@@ -43,6 +43,29 @@ describe('defineOutbox', () => {
     expect(config.receiver('bus.all')?.wildcard).toBe(true);
   });
 
+  it('each route carries its silenced form, built once: the same event owed to nobody', () => {
+    const config = defineOutbox({
+      events: { 'shop.OrderPlaced': Placed },
+      receivers: {
+        'a.first': receiver(Placed, { handle, mode: 'inline' }),
+        'b.later': receiver(Placed, { handle, mode: 'onCommit' }),
+        'c.fan': receiver(Placed, { deliver: async () => {}, targets: () => ['x'] }),
+      },
+    });
+    const route = config.route('shop.OrderPlaced');
+    const quiet = route?.silenced;
+    expect(route?.schedules).toBe(true);
+    expect(quiet?.event).toBe(route?.event);
+    expect([quiet?.inline, quiet?.onCommit, quiet?.durable, quiet?.schedules]).toEqual([
+      [],
+      [],
+      [],
+      false,
+    ]);
+    expect(config.route('shop.OrderPlaced')?.silenced).toBe(quiet);
+    expect(quiet?.silenced).toBe(quiet);
+  });
+
   it('a typo in a receiver option is rejected with its config path and the likely fix', () => {
     const error = errorOf(() =>
       defineOutbox({

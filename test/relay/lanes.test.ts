@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import {
   ConfigurationError,
@@ -11,6 +11,8 @@ import {
   receiver,
 } from '../../src/index.js';
 import { claimBatch } from '../../src/relay/claim.js';
+import { claimLeaseSeconds } from '../../src/relay/claim-lease.js';
+import { type LaneClaim, laneClaimOf, laneKeyFilter } from '../../src/relay/lanes.js';
 import { runtimeOf } from '../../src/runtime.js';
 import { claimShape, isUnfiltered } from '../../src/storage/sql/claim-filter.js';
 import type { ClaimOptions } from '../../src/storage/store.js';
@@ -303,5 +305,26 @@ describePostgres('relay: lanes meeting on one table', (dialect) => {
     expect(mail.succeeded).toBe(60);
     expect(main.succeeded + second.succeeded).toBe(60);
     expect(await receivedIds(db, table)).toHaveLength(120);
+  });
+});
+
+describe('relay: lanes derived once', () => {
+  it("a set of lanes' key filter and lease are derived once per outbox, and are those of the config", () => {
+    const { config } = lanesConfig();
+    const known = new Map<string, LaneClaim>();
+    const mail = laneClaimOf(config, known, ['mail']);
+    expect(mail).toEqual({
+      keys: laneKeyFilter(config, ['mail']),
+      leaseSeconds: claimLeaseSeconds(config, ['mail']),
+    });
+    expect(mail.keys.receiverKeys).toEqual(['mail.sms', 'mail.smtp']);
+    expect(laneClaimOf(config, known, ['mail'])).toBe(mail);
+    const every = laneClaimOf(config, known, undefined);
+    expect(every).toEqual({ keys: {}, leaseSeconds: 66 });
+    expect(laneClaimOf(config, known, ['default']).keys).toEqual({
+      excludeReceiverKeys: ['mail.sms', 'mail.smtp'],
+    });
+    expect(laneClaimOf(config, known, undefined)).toBe(every);
+    expect(known.size).toBe(3);
   });
 });

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import type { Sequelize, Transaction } from 'sequelize';
 import { type Row, toStoredEvent } from '../rows.js';
 import { lastCompletion } from '../sql/batch-completion.js';
-import { claimShape, isUnfiltered, shapeKey } from '../sql/claim-filter.js';
+import { ClaimStatements, claimShape } from '../sql/claim-filter.js';
 import { EVENT_INSERT_COLUMNS, OUTCOME_COLUMNS } from '../sql/columns.js';
 import { migrate } from '../sql/migrate.js';
 import type { EventSelector } from '../sql/operations.js';
@@ -27,7 +27,7 @@ import {
   type LeanAcknowledgement,
   runLeanTransaction,
 } from './handler-transaction.js';
-import { postgresMigrationProfile } from './migration.js';
+import { postgresExclusively, postgresMigrationProfile } from './migration.js';
 import {
   isPgClient,
   type PgClient,
@@ -60,12 +60,11 @@ export class PostgresStore extends SqlStore {
   readonly #insertName: string;
   /** The names the relay's other hot statements are prepared under. */
   readonly #ackName: string;
-  readonly #claimName: string;
   readonly #recordName: string;
   readonly #recordSucceededName: string;
   readonly #recordMixedName: string;
-  /** The filtered claims' texts and prepared names, one per filter shape met. */
-  readonly #filteredClaims = new Map<string, { name: string; text: string }>();
+  /** The claim's text and prepared name per filter shape (the unfiltered one prepared first). */
+  readonly #claims: ClaimStatements<{ name: string; text: string }>;
 
   constructor(
     sequelize: Sequelize,
@@ -79,7 +78,15 @@ export class PostgresStore extends SqlStore {
     this.#sql = postgresStatements(t, notifyChannel);
     this.#insertName = preparedName('insert', this.#sql.insertEvents);
     this.#ackName = preparedName('ack', this.#sql.acknowledge);
-    this.#claimName = preparedName('claim', this.#sql.claim);
+    this.#claims = new ClaimStatements(
+      { name: preparedName('claim', this.#sql.claim), text: this.#sql.claim },
+      // A filtered claim (a lane, topics, an eager attempt): its shape's own statement,
+      // prepared under a name of its own; the unfiltered claim stays the one above.
+      (shape) => {
+        const text = postgresClaim(t, shape);
+        return { name: preparedName('claim', text), text };
+      },
+    );
     this.#recordName = preparedName('record', this.#sql.record);
     this.#recordSucceededName = preparedName('record_ok', this.#sql.recordSucceeded);
     this.#recordMixedName = preparedName('record_mixed', this.#sql.recordMixed);
@@ -149,15 +156,7 @@ export class PostgresStore extends SqlStore {
       dialect: this.d,
       runner: this.runner,
       schema: profile.schema,
-      exclusively: (work) =>
-        this.sequelize.transaction(async (transaction) => {
-          await this.runner.run(
-            'SELECT pg_advisory_xact_lock(hashtext($1))',
-            [lockKey],
-            transaction,
-          );
-          await work(transaction);
-        }),
+      exclusively: postgresExclusively(this.sequelize, this.runner, lockKey),
       prelude: profile.prelude,
       analyze: (tables) => tables.map((table) => `ANALYZE ${table}`),
     });
@@ -192,20 +191,7 @@ export class PostgresStore extends SqlStore {
    */
   async claim(o: ClaimOptions): Promise<ClaimedDelivery[]> {
     const shape = claimShape(o);
-    let name = this.#claimName;
-    let text = this.#sql.claim;
-    if (!isUnfiltered(shape)) {
-      // A filtered claim (a lane, topics, an eager attempt): its shape's own statement,
-      // prepared under a name of its own; the unfiltered claim stays the one above.
-      const key = shapeKey(shape);
-      let filtered = this.#filteredClaims.get(key);
-      if (!filtered) {
-        const claimText = postgresClaim(this.t, shape);
-        filtered = { name: preparedName('claim', claimText), text: claimText };
-        this.#filteredClaims.set(key, filtered);
-      }
-      ({ name, text } = filtered);
-    }
+    const { name, text } = this.#claims.of(shape);
     const { rows } = await this.#pooled(name, text, this.claimBind(o, shape));
     return (rows as Row[]).map((r) => this.toClaimed(r, toStoredEvent(r)));
   }

@@ -58,6 +58,36 @@ export function shapeKey(s: ClaimShape): string {
 }
 
 /**
+ * A store's claim statement per shape, shared by the dialects: the unfiltered claim's own
+ * for a claim with no filter (the relay's fast path, unchanged), else the statement of
+ * the claim's shape, built the first time that shape is met and kept (a handful at most:
+ * a lane, topics, an eager attempt's events). `T` is what a dialect runs: a text, or a
+ * text with its prepared name.
+ */
+export class ClaimStatements<T> {
+  readonly #filtered = new Map<string, T>();
+  readonly #unfiltered: T;
+  readonly #build: (shape: ClaimShape) => T;
+
+  constructor(unfiltered: T, build: (shape: ClaimShape) => T) {
+    this.#unfiltered = unfiltered;
+    this.#build = build;
+  }
+
+  /** The statement of a claim of this shape. */
+  of(shape: ClaimShape): T {
+    if (isUnfiltered(shape)) return this.#unfiltered;
+    const key = shapeKey(shape);
+    let statement = this.#filtered.get(key);
+    if (statement === undefined) {
+      statement = this.#build(shape);
+      this.#filtered.set(key, statement);
+    }
+    return statement;
+  }
+}
+
+/**
  * The conditions of a shape on the deliveries row `row`, each starting with ` AND`, their
  * parameters numbered from `$9` in the order of {@link claimFilterBind}. A topic is the
  * event's name, read through the events' primary key.

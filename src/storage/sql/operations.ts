@@ -78,6 +78,16 @@ export function operationStatements(t: TableNames, d: SqlDialect): OperationStat
   const cancelScope = `${d.inList('event_id', 1, 'bigint')}
         AND (${d.param(2, 'text')} IS NULL OR receiver_key = ${d.param(2, 'text')})
         AND (${d.listIsNull(3, 'bigint')} OR ${d.inList('id', 3, 'bigint')})`;
+  /**
+   * The dead rows a requeue takes, `c.id`: of receiver $1 (NULL: all), among the ids $2
+   * (NULL: any), and with topics, whose event's topic is one of $4 or starts with one of $5.
+   */
+  const deadRows = (withTopics: boolean) => `SELECT c.id FROM ${t.deliveries} c
+      WHERE c.status = 'dead'
+        AND (${d.param(1, 'text')} IS NULL OR c.receiver_key = ${d.param(1, 'text')})
+        AND (${d.listIsNull(2, 'bigint')} OR ${d.inList('c.id', 2, 'bigint')})${
+          withTopics ? `\n        AND ${topicMatchSql(t, d, 'c', 4, 5)}` : ''
+        }`;
   return {
     /**
      * Withdraw the unclaimed owed rows (pending, failed) of the events $1 (a list of
@@ -145,24 +155,14 @@ export function operationStatements(t: TableNames, d: SqlDialect): OperationStat
      * topic is one of the names $4 or starts with one of the prefixes $5. Reads every dead row.
      */
     deadCandidates: (withTopics) => `
-      SELECT c.id FROM ${t.deliveries} c
-      WHERE c.status = 'dead'
-        AND (${d.param(1, 'text')} IS NULL OR c.receiver_key = ${d.param(1, 'text')})
-        AND (${d.listIsNull(2, 'bigint')} OR ${d.inList('c.id', 2, 'bigint')})${
-          withTopics ? `\n        AND ${topicMatchSql(t, d, 'c', 4, 5)}` : ''
-        }
+      ${deadRows(withTopics)}
       ORDER BY c.event_id, c.id
       LIMIT $3`,
     /** `(n)`: how many dead rows the same filter finds, at most $3. Reads every dead row. */
     countDeadCandidates: (withTopics) => `
       SELECT count(*) AS n FROM (
-        SELECT c.id FROM ${t.deliveries} c
-        WHERE c.status = 'dead'
-          AND (${d.param(1, 'text')} IS NULL OR c.receiver_key = ${d.param(1, 'text')})
-          AND (${d.listIsNull(2, 'bigint')} OR ${d.inList('c.id', 2, 'bigint')})${
-            withTopics ? `\n          AND ${topicMatchSql(t, d, 'c', 4, 5)}` : ''
-          }
-        LIMIT $3) x`,
+      ${deadRows(withTopics)}
+      LIMIT $3) x`,
   };
 }
 

@@ -27,6 +27,7 @@ import type {
   DeliveryRow,
   DialectCapabilities,
   DueEvent,
+  EventLockSelection,
   EventRowInput,
   LastSucceededRow,
   LockedEvent,
@@ -314,15 +315,7 @@ export abstract class SqlStore implements OutboxStore {
     return eventsInKeyOrder(this.t, this.d, by);
   }
 
-  async lockEvents(
-    ids:
-      | { readonly uuids: readonly string[] }
-      | { readonly sequences: readonly string[] }
-      | {
-          readonly deliveryIds: readonly string[];
-        },
-    transaction: Transaction,
-  ): Promise<LockedEvent[]> {
+  async lockEvents(ids: EventLockSelection, transaction: Transaction): Promise<LockedEvent[]> {
     const [by, list, type] =
       'uuids' in ids
         ? (['uuid', ids.uuids, 'uuid'] as const)

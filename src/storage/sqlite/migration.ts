@@ -1,3 +1,4 @@
+import { type Sequelize, Transaction } from 'sequelize';
 import type { MigrationProfile } from '../sql/migrate.js';
 import { sqliteDialect } from './dialect.js';
 
@@ -11,4 +12,15 @@ export function sqliteMigrationProfile(): MigrationProfile {
     prelude: [],
     nowSql: "CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER)",
   };
+}
+
+/**
+ * How a SQLite migrator holds its tables exclusively: `work` runs in an IMMEDIATE
+ * transaction, which holds SQLite's write lock from its start, so two processes migrating
+ * at once run one after the other. The outbox's and the inbox's migrations both use it.
+ */
+export function sqliteExclusively(
+  sequelize: Sequelize,
+): (work: (transaction: Transaction) => Promise<void>) => Promise<void> {
+  return (work) => sequelize.transaction({ type: Transaction.TYPES.IMMEDIATE }, work);
 }

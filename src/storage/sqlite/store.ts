@@ -1,7 +1,7 @@
-import { type Sequelize, Transaction } from 'sequelize';
+import type { Sequelize, Transaction } from 'sequelize';
 import { toStoredEvent } from '../rows.js';
 import { withBatchCompletion } from '../sql/batch-completion.js';
-import { claimShape, isUnfiltered, shapeKey } from '../sql/claim-filter.js';
+import { ClaimStatements, claimShape } from '../sql/claim-filter.js';
 import { EVENT_INSERT_COLUMNS, OUTCOME_COLUMNS } from '../sql/columns.js';
 import { migrate } from '../sql/migrate.js';
 import { SqlStore } from '../sql/sql-store.js';
@@ -17,7 +17,7 @@ import type { TableNames } from '../tables.js';
 import { SQLITE_CAPABILITIES } from './capabilities.js';
 import { configureConnections } from './connections.js';
 import { sqliteDialect } from './dialect.js';
-import { sqliteMigrationProfile } from './migration.js';
+import { sqliteExclusively, sqliteMigrationProfile } from './migration.js';
 import { SQLITE_PRUNE } from './prune.js';
 import { SqliteRelayLock } from './relay-lock.js';
 import { sqliteRunner } from './runner.js';
@@ -42,13 +42,14 @@ export class SqliteStore extends SqlStore {
   readonly relayLock: SqliteRelayLock;
   protected readonly pruneDialect = SQLITE_PRUNE;
   readonly #sql: SqliteStatements;
-  /** The filtered claims' texts, one per filter shape met. */
-  readonly #filteredClaims = new Map<string, string>();
+  /** The claim's text per filter shape. */
+  readonly #claims: ClaimStatements<string>;
 
   constructor(sequelize: Sequelize, t: TableNames) {
     super(sequelize, t, sqliteDialect, sqliteRunner(sequelize));
     configureConnections(sequelize);
     this.#sql = sqliteStatements(t);
+    this.#claims = new ClaimStatements(this.#sql.claim, (shape) => sqliteClaim(t, shape));
     this.relayLock = new SqliteRelayLock(this.runner, t, this.d);
   }
 
@@ -65,8 +66,7 @@ export class SqliteStore extends SqlStore {
       dialect: this.d,
       runner: this.runner,
       schema: profile.schema,
-      exclusively: (work) =>
-        this.sequelize.transaction({ type: Transaction.TYPES.IMMEDIATE }, work),
+      exclusively: sqliteExclusively(this.sequelize),
       prelude: profile.prelude,
       analyze: () => [],
     });
@@ -106,13 +106,7 @@ export class SqliteStore extends SqlStore {
   /** The shared claim in one UPDATE, then its events by id; by event sequence. */
   async claim(o: ClaimOptions): Promise<ClaimedDelivery[]> {
     const shape = claimShape(o);
-    let text = this.#sql.claim;
-    if (!isUnfiltered(shape)) {
-      const key = shapeKey(shape);
-      text = this.#filteredClaims.get(key) ?? sqliteClaim(this.t, shape);
-      this.#filteredClaims.set(key, text);
-    }
-    const claimed = await this.runner.select(text, this.claimBind(o, shape));
+    const claimed = await this.runner.select(this.#claims.of(shape), this.claimBind(o, shape));
     if (claimed.length === 0) return [];
     const ids = [...new Set(claimed.map((r) => String(r.event_id)))];
     const events = new Map(
