@@ -13,7 +13,6 @@ import {
   type EventDefinition,
   isEventDefinition,
   type ResolvedEvent,
-  type Retention,
   rawEventOptions,
 } from './event.js';
 import {
@@ -29,7 +28,6 @@ import {
   type DeliveryFailure,
   type DeliveryMode,
   type Handler,
-  type JsonValue,
   type OutboxDelivery,
 } from './types.js';
 

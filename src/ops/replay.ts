@@ -230,7 +230,7 @@ function receiverKeysOption(
   }
   keys.forEach((key: unknown, i) => {
     const receiver = typeof key === 'string' ? config.receiver(key) : undefined;
-    if (!receiver || receiver.mode !== 'durable') {
+    if (receiver?.mode !== 'durable') {
       const durable = config.receivers.filter((r) => r.mode === 'durable').map((r) => r.key);
       const shown = durable.slice(0, 10).join(', ') + (durable.length > 10 ? ', …' : '');
       throw new ValidationError(
