@@ -1,0 +1,12 @@
+import type { CreationOptional } from 'sequelize';
+type Eq<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
+type A1<T> = T extends `${infer L}` ? L : T;
+type A2<T> = T extends string ? (string extends T ? string : T extends infer L extends string & {} ? L : never) : T;
+type A3<T> = T extends string & infer L ? L : T;
+type A4<T> = T extends number & infer L ? L : T;
+type B = CreationOptional<'placed' | 'paid'>;
+const e1: Eq<A1<B>, 'placed' | 'paid'> = true;
+const e2: Eq<A1<CreationOptional<string>>, string> = true;
+const e3: Eq<A3<B>, 'placed' | 'paid'> = true;
+type P<T> = T extends string ? (string extends Omit<T, symbol> ? 1 : 2) : 3;
+type Strip<T> = T extends unknown ? (T extends { [k: symbol]: unknown } ? T : T) : never;
