@@ -105,6 +105,12 @@ export async function generate(options: CodegenOptions = {}): Promise<CodegenRes
       configImport: importSpecifier(out, configFile),
       runtimeImport: options.importFrom ?? defaultRuntimeImport(cwd, out),
       configLabel: displayPath(cwd, configFile),
+      captureModels: new Map(
+        [...analysis.captureModels].map(([model, found]) => [
+          model,
+          { specifier: importSpecifier(out, found.file), name: found.name },
+        ]),
+      ),
     });
     const jsonPath = resolve(catalogueDir, 'catalogue.json');
     const mdPath = resolve(catalogueDir, 'catalogue.md');
