@@ -159,12 +159,16 @@ export function captureParts(
       for (let i = 2; usedAliases.has(alias); i++) alias = `${found.name}Model${i}`;
       usedAliases.add(alias);
       aliases.set(capture.model.name, alias);
-      imports.push({
-        kind: StructureKind.ImportDeclaration,
-        isTypeOnly: true,
-        namedImports: [{ name: found.name, alias }],
-        moduleSpecifier: found.specifier,
-      });
+      const named = { name: found.name, alias };
+      const same = imports.find((i) => i.moduleSpecifier === found.specifier);
+      if (same) (same.namedImports as { name: string; alias: string }[]).push(named);
+      else
+        imports.push({
+          kind: StructureKind.ImportDeclaration,
+          isTypeOnly: true,
+          namedImports: [named],
+          moduleSpecifier: found.specifier,
+        });
     }
     const alias = aliases.get(capture.model.name);
     const attributes = attributesOf(capture);
