@@ -126,7 +126,11 @@ function rowSchema(capture: ResolvedCapture): JsonSchema {
   const attributes = attributesOf(capture);
   const properties: Record<string, JsonSchema> = {};
   for (const field of [...capture.fields].sort()) {
-    properties[field] = attributeSchema(attributes[field]);
+    const key = (attributes[field]?.type as DataTypeLike | undefined)?.key ?? 'unknown type';
+    properties[field] = {
+      ...attributeSchema(attributes[field]),
+      description: `${capture.model.name}.${field} (${key})`,
+    };
   }
   return { type: 'object', properties, additionalProperties: false };
 }
