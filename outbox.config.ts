@@ -24,11 +24,11 @@ import {
 import { AnyEvent, capture, defineOutbox, receiver } from './src/index.js';
 
 /**
- * The shop's config over its models. A function of them because a captured model is bound
- * to one Sequelize (its hooks, and the transaction around each of its writes) and the shop
- * runs on several in one process — its tests use SQLite and PostgreSQL — so `createShop`
- * makes one config per database. In an app with one Sequelize, `capture(Order, …)` goes
- * straight into `export default defineOutbox({ … })`.
+ * The shop's config over its models. A function of them because `capture(Model)` names a
+ * model class, which Sequelize binds to one instance (its hooks, the transaction around
+ * each of its writes), and the shop runs on several in one process — its tests use SQLite
+ * and PostgreSQL — so `createShop` makes one config per database. In an app with one
+ * Sequelize, `capture(Order, …)` goes straight into `export default defineOutbox({ … })`.
  */
 export function shopConfig(models: Pick<ShopModels, 'Order'>) {
   return defineOutbox({
