@@ -10,11 +10,14 @@ import {
   Project,
   ScriptTarget,
   type SourceFile,
+  StructureKind,
   type Type,
   ts,
 } from 'ts-morph';
 import type { OutboxConfig } from '../src/declare/define-outbox.js';
+import { captureParts } from './generate-capture.js';
 import { captureStems, eventNames } from './names.js';
+import { importSpecifier } from './paths.js';
 
 /**
  * A receiver function that does not fit its event, a codegen error: a handler (or
@@ -63,6 +66,18 @@ export interface ConfigAnalysis {
   readonly captureModels: ReadonlyMap<string, CaptureModelType>;
 }
 
+/**
+ * Where the generated file will be and how it imports outboxkit: the captured topics'
+ * envelope types are built there, in memory, so that a handler of a captured topic is
+ * checked against the type the generated file gives it.
+ */
+export interface CaptureTypesAt {
+  /** The generated file, absolute. */
+  readonly file: string;
+  /** Its import of outboxkit (`outboxkit`, or a relative path to the sources). */
+  readonly runtimeImport: string;
+}
+
 /** Where a captured model's instance type is declared: an exported name of a project file. */
 export interface CaptureModelType {
   /** The declaring file, absolute. */
@@ -92,13 +107,10 @@ export function analyzeConfig(
   configFile: string,
   projectRoot: string,
   config: OutboxConfig,
+  captureTypesAt?: CaptureTypesAt,
 ): ConfigAnalysis {
   const project = createProject(configFile, projectRoot);
   const source = project.addSourceFileAtPath(configFile);
-  // Before the checker: a file added later would rebuild the program, and types of two
-  // programs are never assignable to each other.
-  const expectedFile = expectedTypesFile(project, configFile);
-  const checker = project.getTypeChecker();
   const warnings: string[] = [];
   const locations = new Map<string, string>();
   const targetsLocations = new Map<string, string>();
@@ -121,12 +133,30 @@ export function analyzeConfig(
     );
     return done();
   }
+  // Only names and paths are kept of these types: the files added next rebuild the program,
+  // and types of two programs are never assignable to each other.
+  captureModels = captureModelTypes(call, config, warnings);
+  const stemOf = new Map(
+    eventNames(
+      config.eventList.map((e) => e.name),
+      captureStems(config),
+    ).map((n) => [n.event, n.type]),
+  );
+  // Before the checker: each added file would rebuild the program.
+  const expectedFile = expectedTypesFile(project, configFile);
+  const captureTypes =
+    captureTypesAt && captureModels.size > 0
+      ? captureTypesFile(project, config, captureModels, stemOf, captureTypesAt)
+      : undefined;
+  const checker = project.getTypeChecker();
   // Each event's definition expression, read from the `events` literal: asking for the
   // whole defineOutbox(...) call's type would make the checker check every receiver call
   // in it too, which is most of the time on a large config.
   const definitions = eventDefinitions(call);
   let eventsType: Type | undefined;
   const payloadOf = (name: string): Type | undefined => {
+    const captured = captureTypes?.getInterface(`${stemOf.get(name)}Payload`);
+    if (captured) return captured.getType();
     const definition = definitions.get(name);
     if (definition) return definitionPayloadType(definition.getType(), definition);
     eventsType ??= propertyType(call.getType(), 'events', call);
@@ -134,13 +164,7 @@ export function analyzeConfig(
     return fromCall && definitionPayloadType(fromCall, call);
   };
   const declarations = receiverDeclarations(call, warnings, projectRoot);
-  captureModels = captureModelTypes(call, config, warnings);
-  const stems = new Map(
-    eventNames(
-      config.eventList.map((e) => e.name),
-      captureStems(config),
-    ).map((n) => [n.event, n.type]),
-  );
+  const stems = stemOf;
 
   let expected: ExpectedTypes | undefined;
   const expectedTypes = (): ExpectedTypes => {
@@ -703,5 +727,46 @@ function typeText(checker: ts.TypeChecker, type: ts.Type, at: Node): string {
     type,
     at.compilerNode,
     ts.TypeFormatFlags.NoTruncation | ts.TypeFormatFlags.UseAliasDefinedOutsideCurrentScope,
+  );
+}
+
+/**
+ * An in-memory file beside the generated one, never written, declaring the captured
+ * topics' row and envelope types exactly as the generated file does (the same imports),
+ * so the checker can compare a handler with them.
+ */
+function captureTypesFile(
+  project: Project,
+  config: OutboxConfig,
+  models: ReadonlyMap<string, CaptureModelType>,
+  stems: ReadonlyMap<string, string>,
+  at: CaptureTypesAt,
+): SourceFile {
+  const imports = new Map(
+    [...models].map(([model, found]) => [
+      model,
+      { specifier: importSpecifier(at.file, found.file), name: found.name },
+    ]),
+  );
+  const parts = captureParts(config, imports);
+  const payloads = [...stems]
+    .map(([event, stem]) => parts.payload(event, `${stem}Payload`, []))
+    .filter((p) => p !== undefined);
+  return project.createSourceFile(
+    join(dirname(at.file), '__outboxkit_codegen_capture__.ts'),
+    {
+      statements: [
+        {
+          kind: StructureKind.ImportDeclaration,
+          isTypeOnly: true,
+          namedImports: ['CapturedAttribute'],
+          moduleSpecifier: at.runtimeImport,
+        },
+        ...parts.imports,
+        ...parts.rows,
+        ...payloads,
+      ],
+    },
+    { overwrite: true },
   );
 }

@@ -141,6 +141,28 @@ export const wrong: ProductUpdatedHandler = async (event) => {
 };
 `;
 
+describe('codegen checks a handler of a captured topic against its envelope type', () => {
+  it('a handler reading a DECIMAL as a number is an error naming the receiver and the generated type', async () => {
+    const result = await generate({
+      ...fixture,
+      cwd: join(FIXTURES, 'capture-mismatch'),
+      check: true,
+    });
+    expect(result.ok).toBe(false);
+    if (result.ok) return;
+    expect(result.mismatches?.map((m) => [m.receiver, m.event, m.location])).toEqual([
+      ['pricing.reprice', 'shop.product.updated', 'outbox.config.ts:5'],
+    ]);
+    expect(result.message).toContain('Type the parameter as the generated ProductUpdatedEvent');
+    expect(result.mismatches?.[0]?.payloadType).toBe('ProductUpdatedPayload');
+  });
+
+  it("the fixture's handlers, which fit, pass", async () => {
+    const result = await generate(fixture);
+    expect(result.ok && result.warnings.length).toBe(1);
+  });
+});
+
 describe('the generated capture types compile and type a receiver', () => {
   let project: Project;
   const diagnostics = (name: string, text: string) => {
