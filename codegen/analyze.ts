@@ -145,7 +145,7 @@ export function analyzeConfig(
   // Before the checker: each added file would rebuild the program.
   const expectedFile = expectedTypesFile(project, configFile);
   const captureTypes =
-    captureTypesAt && captureModels.size > 0
+    captureTypesAt && (config.captures ?? []).length > 0
       ? captureTypesFile(project, config, captureModels, stemOf, captureTypesAt)
       : undefined;
   const checker = project.getTypeChecker();
