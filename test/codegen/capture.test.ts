@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Sequelize } from 'sequelize';
 import { Project, ts } from 'ts-morph';
@@ -12,7 +13,7 @@ import {
   silentLogger,
 } from '../../src/index.js';
 import { runtimeOf } from '../../src/runtime.js';
-import { FIXTURES, SOURCE_IMPORT } from './support.js';
+import { FIXTURES, REPO, SOURCE_IMPORT } from './support.js';
 
 /**
  * Codegen of a config with `capture: [...]`: the envelope types of the captured topics,
@@ -140,6 +141,30 @@ export const wrong: ProductUpdatedHandler = async (event) => {
   void event.payload.before.launchedAt.getTime();
 };
 `;
+
+describe("the repo's own config: the shop, made per Sequelize by shopConfig(models)", () => {
+  it('is followed through its factory: every receiver located, Order typed, the files up to date', async () => {
+    const result = await generate({ cwd: REPO });
+    if (!result.ok) throw new Error(result.message);
+    expect(result.warnings).toEqual([]);
+    const receivers = [
+      ...result.catalogue.events.flatMap((e) => e.receivers),
+      ...result.catalogue.wildcardReceivers,
+    ];
+    expect(receivers.filter((r) => r.location === null).map((r) => r.key)).toEqual([]);
+    expect(receivers.find((r) => r.key === 'shop.orderHistory')?.location).toMatch(
+      /^examples\/shop\/receivers\.ts:\d+$/,
+    );
+    for (const file of result.files) expect(readFileSync(file.path, 'utf8')).toBe(file.text);
+    const [typescript] = result.files;
+    expect(typescript!.text).toContain(
+      "import type { Order as OrderModel } from '../examples/shop/models.js';",
+    );
+    expect(typescript!.text).toContain(
+      'export function installCapture(outbox: Outbox<Config>): void',
+    );
+  });
+});
 
 describe('codegen checks a handler of a captured topic against its envelope type', () => {
   it('a handler reading a DECIMAL as a number is an error naming the receiver and the generated type', async () => {
