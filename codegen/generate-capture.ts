@@ -203,12 +203,14 @@ export function captureParts(
     const { capture, operation } = found;
     const alias = aliases.get(capture.model.name);
     const row = rowTypeName(capture.model.name);
+    const pk = pkText(capture, alias);
+    if (pk.includes('CapturedAttribute<')) usesAttribute = true;
     const properties: { name: string; type: string; docs?: string[] }[] = [
       { name: 'model', type: quote(capture.label) },
       { name: 'operation', type: quote(operation) },
       {
         name: 'pk',
-        type: pkText(capture, alias),
+        type: pk,
         docs: ['The key: its value, or an object of its attributes for a composite key.'],
       },
       {
@@ -229,7 +231,6 @@ export function captureParts(
       type: 'string',
       docs: ['When the write happened, ISO text.'],
     });
-    if (alias && capture.primaryKey.length > 0) usesAttribute = true;
     return {
       kind: StructureKind.Interface,
       name: typeName,
