@@ -10,11 +10,14 @@ import {
   Project,
   ScriptTarget,
   type SourceFile,
+  StructureKind,
   type Type,
   ts,
 } from 'ts-morph';
 import type { OutboxConfig } from '../src/declare/define-outbox.js';
-import { eventNames } from './names.js';
+import { captureParts } from './generate-capture.js';
+import { captureStems, eventNames } from './names.js';
+import { importSpecifier } from './paths.js';
 
 /**
  * A receiver function that does not fit its event, a codegen error: a handler (or
@@ -53,6 +56,34 @@ export interface ConfigAnalysis {
   readonly mismatches: readonly HandlerMismatch[];
   /** What could not be followed statically (a receiver built in a loop, say). */
   readonly warnings: readonly string[];
+  /**
+   * Where each captured model's instance type is declared, by the model's name: the file
+   * and the name it is exported under (`examples/shop/models.ts`, `Order`), so the
+   * generated file can import it and type the envelope's rows from `Attributes<Order>`.
+   * A model whose type could not be followed is missing (its rows are typed from its
+   * DataTypes alone, with a warning).
+   */
+  readonly captureModels: ReadonlyMap<string, CaptureModelType>;
+}
+
+/**
+ * Where the generated file will be and how it imports outboxkit: the captured topics'
+ * envelope types are built there, in memory, so that a handler of a captured topic is
+ * checked against the type the generated file gives it.
+ */
+export interface CaptureTypesAt {
+  /** The generated file, absolute. */
+  readonly file: string;
+  /** Its import of outboxkit (`outboxkit`, or a relative path to the sources). */
+  readonly runtimeImport: string;
+}
+
+/** Where a captured model's instance type is declared: an exported name of a project file. */
+export interface CaptureModelType {
+  /** The declaring file, absolute. */
+  readonly file: string;
+  /** The name it is exported under. */
+  readonly name: string;
 }
 
 /**
@@ -76,24 +107,23 @@ export function analyzeConfig(
   configFile: string,
   projectRoot: string,
   config: OutboxConfig,
+  captureTypesAt?: CaptureTypesAt,
 ): ConfigAnalysis {
   const project = createProject(configFile, projectRoot);
   const source = project.addSourceFileAtPath(configFile);
-  // Before the checker: a file added later would rebuild the program, and types of two
-  // programs are never assignable to each other.
-  const expectedFile = expectedTypesFile(project, configFile);
-  const checker = project.getTypeChecker();
   const warnings: string[] = [];
   const locations = new Map<string, string>();
   const targetsLocations = new Map<string, string>();
   const dueLocations = new Map<string, string>();
   const mismatches: HandlerMismatch[] = [];
+  let captureModels = new Map<string, CaptureModelType>();
   const done = (): ConfigAnalysis => ({
     locations,
     targetsLocations,
     dueLocations,
     mismatches,
     warnings,
+    captureModels,
   });
 
   const call = findDefineOutboxCall(source);
@@ -103,12 +133,30 @@ export function analyzeConfig(
     );
     return done();
   }
+  // Only names and paths are kept of these types: the files added next rebuild the program,
+  // and types of two programs are never assignable to each other.
+  captureModels = captureModelTypes(call, config, warnings);
+  const stemOf = new Map(
+    eventNames(
+      config.eventList.map((e) => e.name),
+      captureStems(config),
+    ).map((n) => [n.event, n.type]),
+  );
+  // Before the checker: each added file would rebuild the program.
+  const expectedFile = expectedTypesFile(project, configFile);
+  const captureTypes =
+    captureTypesAt && (config.captures ?? []).length > 0
+      ? captureTypesFile(project, config, captureModels, stemOf, captureTypesAt)
+      : undefined;
+  const checker = project.getTypeChecker();
   // Each event's definition expression, read from the `events` literal: asking for the
   // whole defineOutbox(...) call's type would make the checker check every receiver call
   // in it too, which is most of the time on a large config.
   const definitions = eventDefinitions(call);
   let eventsType: Type | undefined;
   const payloadOf = (name: string): Type | undefined => {
+    const captured = captureTypes?.getInterface(`${stemOf.get(name)}Payload`);
+    if (captured) return captured.getType();
     const definition = definitions.get(name);
     if (definition) return definitionPayloadType(definition.getType(), definition);
     eventsType ??= propertyType(call.getType(), 'events', call);
@@ -116,9 +164,7 @@ export function analyzeConfig(
     return fromCall && definitionPayloadType(fromCall, call);
   };
   const declarations = receiverDeclarations(call, warnings, projectRoot);
-  const stems = new Map(
-    eventNames(config.eventList.map((e) => e.name)).map((n) => [n.event, n.type]),
-  );
+  const stems = stemOf;
 
   let expected: ExpectedTypes | undefined;
   const expectedTypes = (): ExpectedTypes => {
@@ -348,22 +394,114 @@ function findTsconfig(from: string, root: string): string | undefined {
   }
 }
 
-/** The `defineOutbox(...)` call behind the default export, through variables. */
+/**
+ * The `defineOutbox(...)` call behind the default export, through variables and through
+ * a function of the project that returns it (`export default shopConfig(models)`, a
+ * config made per Sequelize: its receivers and captures are read in that function).
+ */
 function findDefineOutboxCall(source: SourceFile): CallExpression | undefined {
   for (const assignment of source.getExportAssignments()) {
     if (assignment.isExportEquals()) continue;
     const call = resolveTo(assignment.getExpression(), Node.isCallExpression);
-    if (call) return call;
+    if (call) return throughFactory(call);
   }
   const symbol = source.getDefaultExportSymbol();
   for (const declaration of symbol?.getDeclarations() ?? []) {
     if (Node.isVariableDeclaration(declaration)) {
       const init = declaration.getInitializer();
       const call = init && resolveTo(init, Node.isCallExpression);
-      if (call) return call;
+      if (call) return throughFactory(call);
     }
   }
   return undefined;
+}
+
+/** A call of a project function that returns `defineOutbox(...)`: that call; else the call itself. */
+function throughFactory(call: CallExpression, depth = 0): CallExpression {
+  const callee = call.getExpression();
+  if (depth > 5 || !Node.isIdentifier(callee) || callee.getText() === 'defineOutbox') return call;
+  const declaration = declarationOf(callee);
+  const fn =
+    declaration && Node.isVariableDeclaration(declaration)
+      ? declaration.getInitializer()
+      : declaration;
+  if (!fn || fn.getSourceFile().isInNodeModules()) return call;
+  if (
+    !Node.isFunctionDeclaration(fn) &&
+    !Node.isArrowFunction(fn) &&
+    !Node.isFunctionExpression(fn)
+  )
+    return call;
+  const body = fn.getBody();
+  const returned =
+    body && Node.isBlock(body)
+      ? body.getStatements().find(Node.isReturnStatement)?.getExpression()
+      : body;
+  const inner = returned && resolveTo(returned, Node.isCallExpression);
+  if (!inner) return call;
+  const name = inner.getExpression().getText();
+  return name === 'defineOutbox' ? inner : throughFactory(inner, depth + 1);
+}
+
+/** The `capture(...)` call of a `capture: [...]` element, through `.replace(...)`. */
+function captureCall(element: Node): CallExpression | undefined {
+  let call = resolveTo(element, Node.isCallExpression);
+  for (let i = 0; call && i < 10; i++) {
+    const callee = call.getExpression();
+    if (!Node.isPropertyAccessExpression(callee) || callee.getName() !== 'replace') return call;
+    call = resolveTo(callee.getExpression(), Node.isCallExpression);
+  }
+  return call;
+}
+
+/**
+ * Each captured model's instance type, read off the model expression of its `capture(...)`
+ * call: the return type of its construct signature (`ModelStatic<Order>` or `typeof
+ * Order` → `Order`), where that type is an exported declaration of a project file.
+ * Matched to the config's captures by position, which the source shares with the config.
+ */
+function captureModelTypes(
+  call: CallExpression,
+  config: OutboxConfig,
+  warnings: string[],
+): Map<string, CaptureModelType> {
+  const out = new Map<string, CaptureModelType>();
+  const captures = config.captures ?? [];
+  if (captures.length === 0) return out;
+  const [arg] = call.getArguments();
+  const options = arg && resolveTo(arg, Node.isObjectLiteralExpression);
+  const list = options && objectProperty(options, 'capture');
+  const array = list && resolveTo(list, Node.isArrayLiteralExpression);
+  const models = (array?.getElements() ?? []).map((e) => captureCall(e)?.getArguments()[0]);
+  if (!array || models.length !== captures.length || models.some((m) => !m)) {
+    warnings.push(
+      'capture: the capture(Model, …) calls could not be followed in the source (built outside the `capture: [...]` literal?); their rows are typed from their DataTypes alone',
+    );
+    return out;
+  }
+  captures.forEach((capture, i) => {
+    const found = instanceTypeOf(models[i]!);
+    if (found) out.set(capture.model.name, found);
+    else
+      warnings.push(
+        `capture(${capture.model.name}): its instance type is not an exported declaration of the project (declare the model as an exported interface or class); its rows are typed from its DataTypes alone`,
+      );
+  });
+  return out;
+}
+
+function instanceTypeOf(model: Node): CaptureModelType | undefined {
+  const [signature] = model.getType().getConstructSignatures();
+  const instance = signature?.getReturnType();
+  const symbol = instance?.getSymbol() ?? instance?.getAliasSymbol();
+  const declaration = symbol?.getDeclarations()[0];
+  if (!symbol || !declaration) return undefined;
+  const file = declaration.getSourceFile();
+  if (file.isInNodeModules()) return undefined;
+  const name = symbol.getName();
+  const exported = file.getExportedDeclarations().get(name);
+  if (!exported?.some((d) => d === declaration)) return undefined;
+  return { file: file.getFilePath(), name };
 }
 
 interface ReceiverDeclaration {
@@ -589,5 +727,46 @@ function typeText(checker: ts.TypeChecker, type: ts.Type, at: Node): string {
     type,
     at.compilerNode,
     ts.TypeFormatFlags.NoTruncation | ts.TypeFormatFlags.UseAliasDefinedOutsideCurrentScope,
+  );
+}
+
+/**
+ * An in-memory file beside the generated one, never written, declaring the captured
+ * topics' row and envelope types exactly as the generated file does (the same imports),
+ * so the checker can compare a handler with them.
+ */
+function captureTypesFile(
+  project: Project,
+  config: OutboxConfig,
+  models: ReadonlyMap<string, CaptureModelType>,
+  stems: ReadonlyMap<string, string>,
+  at: CaptureTypesAt,
+): SourceFile {
+  const imports = new Map(
+    [...models].map(([model, found]) => [
+      model,
+      { specifier: importSpecifier(at.file, found.file), name: found.name },
+    ]),
+  );
+  const parts = captureParts(config, imports);
+  const payloads = [...stems]
+    .map(([event, stem]) => parts.payload(event, `${stem}Payload`, []))
+    .filter((p) => p !== undefined);
+  return project.createSourceFile(
+    join(dirname(at.file), '__outboxkit_codegen_capture__.ts'),
+    {
+      statements: [
+        {
+          kind: StructureKind.ImportDeclaration,
+          isTypeOnly: true,
+          namedImports: ['CapturedAttribute'],
+          moduleSpecifier: at.runtimeImport,
+        },
+        ...parts.imports,
+        ...parts.rows,
+        ...payloads,
+      ],
+    },
+    { overwrite: true },
   );
 }

@@ -10,7 +10,8 @@ import {
   type WriterFunction,
 } from 'ts-morph';
 import type { OutboxConfig } from '../src/declare/define-outbox.js';
-import { eventNames } from './names.js';
+import { type CaptureModelImport, captureParts } from './generate-capture.js';
+import { captureStems, eventNames } from './names.js';
 import { type PayloadTypeText, payloadTypeText, propertyName, quote } from './payload-type.js';
 
 /** What the emitters file is generated from. */
@@ -23,6 +24,12 @@ export interface EmittersInput {
   readonly runtimeImport: string;
   /** The config file as the header names it, relative to the project (`outbox.config.ts`). */
   readonly configLabel: string;
+  /**
+   * Where each captured model's instance type is imported from, by model name (read from
+   * the config's source by codegen); a model missing here has its rows typed from its
+   * DataTypes alone.
+   */
+  readonly captureModels?: ReadonlyMap<string, CaptureModelImport>;
 }
 
 /** The first lines of every generated file: what made it, and that hands keep off. */
@@ -39,16 +46,25 @@ export function generatedHeader(configLabel: string): string {
  * takes it), its event and handler types, and the types of a `targets` and a `due`
  * function of it (`OrderPlacedTargets`, `OrderPlacedDue`); maps of names to payloads; and
  * `createEmitters(outbox)`, whose `emit.orderPlaced(payload, options)` calls `outbox.fire`
- * with the name filled in.
+ * with the name filled in. With `capture: [...]`: a row type per captured model, its
+ * topics' envelope types from the model's `Attributes`, and `installCapture(outbox)`.
  *
  * Built from ts-morph structures, in event-name order, with no timestamps, so the same
  * config always yields the same bytes. The config is imported with `import type` only:
- * the file has no runtime import at all, so a handler that emits events can import it
- * without closing a cycle through the config.
+ * the file imports nothing of the config at run time (and nothing at all without
+ * captures; with them, outboxkit's own `installCapture`), so a handler that emits events
+ * can import it without closing a cycle through the config.
  */
 export function generateEmitters(input: EmittersInput): string {
   const { config } = input;
-  const names = eventNames(config.eventList.map((e) => e.name));
+  const names = eventNames(
+    config.eventList.map((e) => e.name),
+    captureStems(config),
+  );
+  const capture = captureParts(config, input.captureModels ?? new Map());
+  // A captured topic is written by the model's writes, never fired by hand: no emitter
+  // (`outbox.fire` does not take its name either).
+  const fired = names.filter((n) => !capture.captured(n.event));
   const byName = new Map(config.eventList.map((e) => [e.name, e]));
   const runtime = new Set(['FiredEvent', 'FireOptions', 'Handler', 'Outbox', 'OutboxEvent']);
   if (names.length > 0) {
@@ -69,13 +85,18 @@ export function generateEmitters(input: EmittersInput): string {
     const summary = `\`${n.event}\` v${event.version}`;
     const about = event.description ? [event.description] : [];
 
+    const payloadDocs = [
+      `${summary}, as receivers see it (decoded).${about.length ? '\n\n' : ''}${about.join('')}`,
+    ];
+    const captured = capture.payload(n.event, `${n.type}Payload`, payloadDocs);
     perEvent.push(
-      payloadDeclaration(`${n.type}Payload`, output, `PayloadOutput<${eventRef}>`, [
-        `${summary}, as receivers see it (decoded).${about.length ? '\n\n' : ''}${about.join('')}`,
-      ]),
+      captured ??
+        payloadDeclaration(`${n.type}Payload`, output, `PayloadOutput<${eventRef}>`, payloadDocs),
     );
-    if (!output) runtime.add('PayloadOutput');
-    if (inputSide && output && JSON.stringify(inputSide) === JSON.stringify(output)) {
+    if (!output && !captured) runtime.add('PayloadOutput');
+    if (captured) {
+      // Written by capture, never fired by hand: no input type (and no emitter).
+    } else if (inputSide && output && JSON.stringify(inputSide) === JSON.stringify(output)) {
       perEvent.push(
         alias(
           `${n.type}Input`,
@@ -111,6 +132,7 @@ export function generateEmitters(input: EmittersInput): string {
     );
   }
 
+  for (const name of capture.runtimeTypes) runtime.add(name);
   statements.push(
     {
       kind: StructureKind.ImportDeclaration,
@@ -118,14 +140,27 @@ export function generateEmitters(input: EmittersInput): string {
       namedImports: [...runtime].sort(),
       moduleSpecifier: input.runtimeImport,
     },
+    // Capture's installCapture is the one runtime import: of outboxkit, never of the
+    // config, so a handler importing this file still closes no cycle.
+    ...(capture.runtimeValues.length
+      ? [
+          {
+            kind: StructureKind.ImportDeclaration as const,
+            namedImports: [...capture.runtimeValues],
+            moduleSpecifier: input.runtimeImport,
+          },
+        ]
+      : []),
     {
       kind: StructureKind.ImportDeclaration,
       isTypeOnly: true,
       defaultImport: 'config',
       moduleSpecifier: input.configImport,
     },
+    ...capture.imports,
     (writer) => writer.blankLineIfLastNot(),
     alias('Config', 'typeof config', 'The config these types were generated from.', false),
+    ...capture.rows,
     ...perEvent,
     nameMap(
       'EventPayloads',
@@ -135,7 +170,7 @@ export function generateEmitters(input: EmittersInput): string {
     ),
     nameMap(
       'EventInputs',
-      names,
+      fired,
       'Input',
       'Every event by name, as its emitter takes the payload.',
     ),
@@ -152,7 +187,7 @@ export function generateEmitters(input: EmittersInput): string {
       name: 'Emitters',
       isExported: true,
       docs: ['One typed emitter per event: `emit.orderPlaced(payload, options)` fires it.'],
-      methods: names.map((n) => ({
+      methods: fired.map((n) => ({
         name: n.emitter,
         docs: [
           `Fire \`${n.event}\` (\`outbox.fire\` with the name filled in and the payload typed).`,
@@ -176,8 +211,9 @@ export function generateEmitters(input: EmittersInput): string {
       ],
       parameters: [{ name: 'outbox', type: 'Outbox<Config>' }],
       returnType: 'Emitters',
-      statements: [emittersBody(names)],
+      statements: [emittersBody(fired)],
     },
+    ...capture.install,
   );
 
   const project = new Project({

@@ -1,3 +1,5 @@
+import type { OutboxConfig } from '../src/declare/define-outbox.js';
+
 /** The TypeScript names generated for one event. */
 export interface EventNames {
   /** The declared name, `shop.OrderPlaced`. */
@@ -17,10 +19,19 @@ export interface EventNames {
  * `BillingOrderPlaced`), so adding an event never renames the types of an unrelated one
  * and no stem depends on declaration order. A clash that still remains gets a numeric
  * suffix in name order.
+ *
+ * `preferred` gives some events another stem: a captured topic's last segment is its
+ * operation (`shop.order.updated`), so its stem is the model's and the operation's
+ * (`OrderUpdated`, see {@link captureStems}).
  */
-export function eventNames(names: readonly string[]): EventNames[] {
+export function eventNames(
+  names: readonly string[],
+  preferred: ReadonlyMap<string, string> = new Map(),
+): EventNames[] {
   const sorted = [...names].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
-  const short = new Map(sorted.map((n) => [n, pascal(n.split('.').pop() ?? n)]));
+  const short = new Map(
+    sorted.map((n) => [n, preferred.get(n) ?? pascal(n.split('.').pop() ?? n)]),
+  );
   const counts = new Map<string, number>();
   for (const stem of short.values()) counts.set(stem, (counts.get(stem) ?? 0) + 1);
   const used = new Set<string>();
@@ -48,4 +59,20 @@ export function pascal(text: string): string {
 export function camel(text: string): string {
   const lead = /^[A-Z]+(?=[A-Z][a-z]|$)|^[A-Z]/.exec(text)?.[0] ?? '';
   return lead.toLowerCase() + text.slice(lead.length);
+}
+
+/** The stem of each captured topic: the model's name and the operation (`OrderUpdated`). */
+export function captureStems(config: OutboxConfig): Map<string, string> {
+  const stems = new Map<string, string>();
+  for (const capture of config.captures ?? []) {
+    for (const [operation, topic] of Object.entries(capture.topics)) {
+      if (topic) stems.set(topic, `${pascal(capture.model.name)}${pascal(operation)}`);
+    }
+  }
+  return stems;
+}
+
+/** The stem of a captured model's row type: `Order` → `OrderRow`. */
+export function rowTypeName(modelName: string): string {
+  return `${pascal(modelName)}Row`;
 }

@@ -88,7 +88,8 @@ export async function generate(options: CodegenOptions = {}): Promise<CodegenRes
   const out = resolve(cwd, options.out ?? DEFAULT_OUT);
   const catalogueDir = resolve(cwd, options.catalogueDir ?? DEFAULT_CATALOGUE_DIR);
   try {
-    const analysis = analyzeConfig(configFile, cwd, config);
+    const runtimeImport = options.importFrom ?? defaultRuntimeImport(cwd, out);
+    const analysis = analyzeConfig(configFile, cwd, config, { file: out, runtimeImport });
     if (analysis.mismatches.length > 0) {
       return {
         ok: false,
@@ -103,8 +104,14 @@ export async function generate(options: CodegenOptions = {}): Promise<CodegenRes
     const typescript = generateEmitters({
       config,
       configImport: importSpecifier(out, configFile),
-      runtimeImport: options.importFrom ?? defaultRuntimeImport(cwd, out),
+      runtimeImport,
       configLabel: displayPath(cwd, configFile),
+      captureModels: new Map(
+        [...analysis.captureModels].map(([model, found]) => [
+          model,
+          { specifier: importSpecifier(out, found.file), name: found.name },
+        ]),
+      ),
     });
     const jsonPath = resolve(catalogueDir, 'catalogue.json');
     const mdPath = resolve(catalogueDir, 'catalogue.md');

@@ -394,9 +394,11 @@ function nothingAbout(r: DemoSummary['rolledBack']): boolean {
 
 /** Why each receiver's count is what it is: the counts differ on purpose. */
 const WHY_THIS_COUNT: Readonly<Record<string, string>> = {
-  'analytics.forward': 'every event (AnyEvent): each order placed, paid and cancelled',
+  'analytics.forward':
+    'every event (AnyEvent): each order placed, paid and cancelled, each row update',
   'mail.orderConfirmation': 'one per payment captured (a cancelled order is not charged)',
   'payments.capture': 'one per order placed, less the declined card',
+  'shop.orderHistory': 'one per order row updated (captured: paid, cancelled, re-cancelled)',
   'shop.releaseStock': 'one per cancelled order',
 };
 

@@ -8,11 +8,13 @@ export { decodeEvent, decodeJson, encodeJson } from './codec/index.js';
 export type {
   CapturableModel,
   CaptureDefinition,
+  CapturedAttribute,
   CapturedChange,
   CaptureOperation,
   CaptureOptions,
   CapturePayload,
   ChangeExtension,
+  JsonForm,
   ResolvedCapture,
 } from './declare/capture.js';
 export { CAPTURE_OPERATIONS, capture } from './declare/capture.js';

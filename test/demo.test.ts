@@ -9,6 +9,7 @@ import { createShop, type Shop } from '../examples/shop/app.js';
 import { OutOfStock } from '../examples/shop/receivers.js';
 import { Mailer } from '../examples/shop/services.js';
 import { silentLogger } from '../src/index.js';
+import type { OrderUpdatedPayload } from '../src/outbox.generated.js';
 import { postgresUrl, type TestDatabase } from '../testing/databases.js';
 import { assertFired, drainOutbox } from '../testing/index.js';
 import { describeEachDialect } from './support/dialects.js';
@@ -23,6 +24,16 @@ const placed = ORDERS.filter((n) => n !== 77);
 const cancelled = placed.filter((n) => n % 10 === 0);
 const paid = placed.filter((n) => n % 10 !== 0 && n !== 42);
 const mailRetried = paid.filter((n) => n % 7 === 0);
+/** Order rows updated, each a captured shop.order.updated: paid, cancelled, and the repeated cancel. */
+const updated = paid.length + cancelled.length + 1;
+/** Every delivery the demo makes: capture, mail, release, history, and analytics of every event. */
+const DELIVERED =
+  placed.length -
+  1 +
+  paid.length +
+  cancelled.length +
+  updated +
+  (placed.length + paid.length + cancelled.length + updated);
 
 function collect(stream: PassThrough): () => string {
   let text = '';
@@ -80,7 +91,8 @@ describe('npx outbox demo', () => {
   it('redraws one progress line in place on a terminal', () => {
     const redraws = stderr().split('\r\x1b[2K').filter(Boolean);
     expect(redraws.length).toBeGreaterThan(1);
-    expect(redraws.at(-1)).toMatch(/^ {3}relay: 793 delivered .* 1 dead .*\n$/);
+    expect(DELIVERED).toBe(1191);
+    expect(redraws.at(-1)).toMatch(/^ {3}relay: 1191 delivered .* 1 dead .*\n$/);
     expect(redraws.slice(0, -1).every((line) => !line.includes('\n'))).toBe(true);
   });
 
@@ -115,7 +127,7 @@ describe('npx outbox demo', () => {
     ).toEqual([
       { status: 'dead', n: 1 },
       { status: 'pending', n: placed.length },
-      { status: 'succeeded', n: 793 },
+      { status: 'succeeded', n: DELIVERED },
     ]);
     // each placed order's expiry is scheduled two days ahead, not owed
     expect(summary.scheduled).toBe(placed.length);
@@ -129,7 +141,8 @@ describe('npx outbox demo', () => {
       'payments.capture': placed.length - 1,
       'mail.orderConfirmation': paid.length,
       'shop.releaseStock': cancelled.length,
-      'analytics.forward': placed.length + cancelled.length + paid.length,
+      'shop.orderHistory': updated,
+      'analytics.forward': placed.length + cancelled.length + paid.length + updated,
     });
     expect(summary.dead).toEqual([
       {
@@ -255,11 +268,23 @@ describeEachDialect('the shop example, tested with drainOutbox and assertFired',
     });
     expect(await stockOf('mug')).toBe(98); // reserved inline, in the order's transaction
     const counts = await drainOutbox(shop.outbox);
-    // payments.capture + mail + analytics for OrderPlaced and for PaymentCaptured
-    expect(counts).toMatchObject({ succeeded: 4, failed: 0, dead: 0 });
+    // payments.capture + mail + analytics for OrderPlaced and for PaymentCaptured, and the
+    // captured shop.order.updated of its status going to paid: history + analytics
+    expect(counts).toMatchObject({ succeeded: 6, failed: 0, dead: 0 });
     const captured = await assertFired(shop.outbox, 'payments.PaymentCaptured', { times: 1 });
     expect(captured).toEqual([{ orderId: 'o-paid', amountCents: 2_400, provider: 'fakepay' }]);
     expect((await shop.models.Order.findByPk('o-paid'))?.status).toBe('paid');
+    // The order's update wrote its event in the payment's transaction, typed from Order.
+    const [change] = await capturedUpdates('o-paid');
+    expect(change).toMatchObject({
+      model: 'shop.Order',
+      operation: 'updated',
+      pk: 'o-paid',
+      changed: ['status'],
+      before: { id: 'o-paid', status: 'placed', totalCents: 2_400 },
+      after: { id: 'o-paid', status: 'paid', items: [{ sku: 'mug', quantity: 2 }] },
+    });
+    expect(shop.history.changes).toEqual([{ orderId: 'o-paid', from: 'placed', to: 'paid' }]);
     expect(await shop.models.Payment.count({ where: { orderId: 'o-paid' } })).toBe(1);
     expect(await shop.models.SentMail.count({ where: { orderId: 'o-paid' } })).toBe(1);
     expect(await drainOutbox(shop.outbox)).toMatchObject({ succeeded: 0 });
@@ -272,7 +297,7 @@ describeEachDialect('the shop example, tested with drainOutbox and assertFired',
       items: [{ sku: 'mug', quantity: 1 }],
     });
     const counts = await drainOutbox(shop.outbox);
-    expect(counts).toMatchObject({ succeeded: 4, failed: 1, dead: 0 });
+    expect(counts).toMatchObject({ succeeded: 6, failed: 1, dead: 0 });
     expect(shop.mailer.sent.filter((m) => m.to === 'bob@slow-mail.example')).toHaveLength(1);
     expect(await shop.models.SentMail.count({ where: { orderId: 'o-slow' } })).toBe(1);
   });
@@ -317,5 +342,26 @@ describeEachDialect('the shop example, tested with drainOutbox and assertFired',
     await drainOutbox(shop.outbox);
     expect(await stockOf('mug')).toBe(stock + 5);
     expect(await shop.models.Payment.count({ where: { orderId: 'o-cancel' } })).toBe(0);
+    // Model.update (a bulk update) is captured too, each click's: placed → cancelled, then
+    // cancelled → cancelled, which the history skips.
+    const changes = await capturedUpdates('o-cancel');
+    expect(changes.map((c) => [c.before.status, c.after.status, c.changed])).toEqual([
+      ['placed', 'cancelled', ['status']],
+      ['cancelled', 'cancelled', ['status']],
+    ]);
+    expect(shop.history.changes.filter((c) => c.orderId === 'o-cancel')).toEqual([
+      { orderId: 'o-cancel', from: 'placed', to: 'cancelled' },
+    ]);
   });
+
+  /** The captured shop.order.updated envelopes of one order, oldest first. */
+  async function capturedUpdates(id: string): Promise<OrderUpdatedPayload[]> {
+    const rows = await sequelize.query<{ payload: unknown }>(
+      "SELECT payload FROM outbox_events WHERE name = 'shop.order.updated' ORDER BY id",
+      { type: QueryTypes.SELECT },
+    );
+    return rows
+      .map((r) => (typeof r.payload === 'string' ? JSON.parse(r.payload) : r.payload))
+      .filter((p: OrderUpdatedPayload) => p.pk === id);
+  }
 });

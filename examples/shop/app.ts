@@ -3,11 +3,12 @@
  * event that announces it. This is the code the README's tour quotes.
  */
 import type { Sequelize } from 'sequelize';
-import shopConfig from '../../outbox.config.js';
+import { shopConfig } from '../../outbox.config.js';
 import { type CreateOutboxOptions, createOutbox } from '../../src/index.js';
+import { installCapture } from '../../src/outbox.generated.js';
 import { provideShop, type ShopContext, type ShopOutbox } from './context.js';
 import { defineShopModels, type Order, type OrderLine, type ShopModels } from './models.js';
-import { Analytics, Mailer, PaymentProvider } from './services.js';
+import { Analytics, Mailer, OrderHistory, PaymentProvider } from './services.js';
 
 /** What the shop sells, in cents. */
 export const PRICES: Readonly<Record<string, number>> = {
@@ -25,6 +26,7 @@ export interface ShopOptions {
   readonly payments?: PaymentProvider;
   readonly mailer?: Mailer;
   readonly analytics?: Analytics;
+  readonly history?: OrderHistory;
   /** Where the shop's own log lines go. @defaultValue `console.log` */
   readonly log?: (line: string) => void;
 }
@@ -50,18 +52,22 @@ export interface Shop extends ShopContext {
 }
 
 /**
- * Start the shop on a Sequelize instance: define its models, create its outbox and make
- * both available to the receivers (see `context.ts`).
+ * Start the shop on a Sequelize instance: define its models, create its outbox (over a
+ * config of those models) with the captured `Order`'s hooks installed, and make both
+ * available to the receivers (see `context.ts`).
  */
 export function createShop(sequelize: Sequelize, options: ShopOptions = {}): Shop {
   const models: ShopModels = defineShopModels(sequelize);
-  const outbox: ShopOutbox = createOutbox(shopConfig, { ...options.outbox, sequelize });
+  const outbox: ShopOutbox = createOutbox(shopConfig(models), { ...options.outbox, sequelize });
+  // The hooks of the captured Order (generated: exactly the models the config captures).
+  installCapture(outbox);
   const context: ShopContext = {
     models,
     outbox,
     payments: options.payments ?? new PaymentProvider(),
     mailer: options.mailer ?? new Mailer(),
     analytics: options.analytics ?? new Analytics(),
+    history: options.history ?? new OrderHistory(),
     log: options.log ?? ((line) => console.log(line)),
   };
   const unregister = provideShop(context);

@@ -10,7 +10,7 @@
 import type shopConfig from '../../outbox.config.js';
 import type { Outbox } from '../../src/index.js';
 import type { ShopModels } from './models.js';
-import type { Analytics, Mailer, PaymentProvider } from './services.js';
+import type { Analytics, Mailer, OrderHistory, PaymentProvider } from './services.js';
 
 /** The shop's outbox, typed by its config: `fire('payments.PaymentCaptured', …)` is checked. */
 export type ShopOutbox = Outbox<typeof shopConfig>;
@@ -22,6 +22,8 @@ export interface ShopContext {
   readonly payments: PaymentProvider;
   readonly mailer: Mailer;
   readonly analytics: Analytics;
+  /** Each status change of an order, from the captured `shop.order.updated`. */
+  readonly history: OrderHistory;
   /** Where the shop writes its log lines. */
   readonly log: (line: string) => void;
 }

@@ -10,6 +10,9 @@
  * - `expireUnpaidOrder` is a *scheduled* durable handler (`due: { hours: 48 }`): its row is
  *   written with the order and comes due two days later.
  * - `forwardToAnalytics` is a *transport*: it sends outside any transaction.
+ * - `recordStatusChange` is a durable handler of a *captured* topic, `shop.order.updated`:
+ *   change capture writes it whenever an order row is updated, its payload the row before
+ *   and after, typed from the `Order` model by codegen (`OrderUpdatedEvent`).
  */
 import type { Transaction } from 'sequelize';
 import {
@@ -18,6 +21,7 @@ import {
   type PayloadOf,
   PermanentFailure,
 } from '../../src/index.js';
+import type { OrderUpdatedEvent } from '../../src/outbox.generated.js';
 import { shop } from './context.js';
 import type { OrderCancelled, OrderPlaced, PaymentCaptured } from './events.js';
 import { CardDeclined, formatCents } from './services.js';
@@ -159,6 +163,19 @@ export async function expireUnpaidOrder(event: Placed, context: DeliveryContext)
     { orderId, reason: 'unpaid after 48 hours' },
     { transaction, orderingKey: orderId, idempotencyKey: `cancel:${orderId}` },
   );
+}
+
+/**
+ * Durable, of the captured `shop.order.updated`: record an order's status change. Nobody
+ * fires this event by hand — every update of an order row writes it, in the update's own
+ * transaction (`capturePayment`'s `order.update`, `cancelOrder`'s `Order.update`) — so
+ * the history cannot miss a change the code forgot to announce. `before` and `after` are
+ * typed from the model: `status` is `'placed' | 'paid' | 'cancelled'`.
+ */
+export async function recordStatusChange(event: OrderUpdatedEvent): Promise<void> {
+  const { before, after } = event.payload;
+  if (before.status === after.status) return; // another attribute changed, or a repeat
+  shop().history.record({ orderId: after.id, from: before.status, to: after.status });
 }
 
 /** A transport for every event (`AnyEvent`): what a Kafka or webhook bridge looks like. */

@@ -71,6 +71,25 @@ export class Mailer {
   }
 }
 
+/** One change of an order's status, as the order history recorded it. */
+export interface StatusChange {
+  readonly orderId: string;
+  readonly from: string;
+  readonly to: string;
+}
+
+/**
+ * An order history (an audit log, a search index): it keeps each status change of an
+ * order row, fed by change capture rather than by events the app remembers to fire.
+ */
+export class OrderHistory {
+  readonly changes: StatusChange[] = [];
+
+  record(change: StatusChange): void {
+    this.changes.push(change);
+  }
+}
+
 /** What the analytics pipeline recorded of one event. */
 export interface TrackedEvent {
   readonly name: string;

@@ -9,6 +9,7 @@
  * config is declared, naming the model and the option: a field the model does not have,
  * `fields` with `exclude`, `extend` with `extendMany`, a template naming something else.
  */
+import type { Attributes, Model } from 'sequelize';
 import { z } from 'zod';
 import { ConfigurationError } from '../errors/outbox-error.js';
 import type { ResolvedEvent } from './event.js';
@@ -64,6 +65,58 @@ export interface ChangeExtension {
   /** The event's headers. */
   readonly headers?: Record<string, string>;
 }
+
+/** The JSON form of a value nested in an attribute (an `undefined` property stays absent). */
+type JsonValueForm<T> = 0 extends 1 & T
+  ? T
+  : T extends Date | bigint | Uint8Array
+    ? string
+    : T extends string
+      ? T
+      : T extends number
+        ? number
+        : T extends boolean
+          ? boolean
+          : T extends (...args: never[]) => unknown
+            ? never
+            : T extends readonly (infer U)[]
+              ? JsonValueForm<U>[]
+              : T extends object
+                ? { [K in keyof T]: JsonValueForm<T[K]> }
+                : T;
+
+/**
+ * A model attribute's TypeScript type in the JSON form the change envelope writes it:
+ * `Date` as ISO text, `bigint` as decimal text, a `Buffer` as base64 text, arrays and
+ * objects element by element, `undefined` as null; a number or boolean `CreationOptional`
+ * drops its brand, a string one keeps it (its literal union intact — the brand is an
+ * optional phantom property, so the type is assignable both ways). A decimal column typed `number`
+ * in the model is still text in the envelope: codegen types DECIMAL and BIGINT
+ * attributes as `string` from their DataType instead (see {@link CapturedAttribute}).
+ *
+ * @example
+ * ```ts
+ * type Row = { [K in keyof Attributes<Order>]: JsonForm<Attributes<Order>[K]> };
+ * ```
+ */
+export type JsonForm<T> =
+  JsonValueForm<T> extends infer J
+    ? undefined extends J
+      ? Exclude<J, undefined> | null
+      : J
+    : never;
+
+/**
+ * One captured attribute of the Sequelize model instance type `M` as the envelope's
+ * `before`/`after` hold it: `JsonForm<Attributes<M>[K]>`, or `Fallback` where the model's
+ * type does not declare `K` (the timestamps Sequelize adds, `createdAt`/`updatedAt`), which
+ * codegen fills in from the attribute's DataType. What the generated row types are made of.
+ */
+export type CapturedAttribute<
+  M extends Model,
+  K extends string,
+  Fallback = unknown,
+> = K extends keyof Attributes<M> ? JsonForm<Attributes<M>[K]> : Fallback;
 
 /** Options of {@link capture}. */
 export interface CaptureOptions {

@@ -1,4 +1,5 @@
 import type { OutboxConfig, ResolvedEvent, ResolvedReceiver } from '../declare/define-outbox.js';
+import { capturedTopics, captureJsonSchema } from './capture-schema.js';
 import {
   CATALOGUE_FORMAT,
   type Catalogue,
@@ -18,6 +19,9 @@ const SECONDS_PER_DAY = 86_400;
  * or a topic pattern — are listed once, in their own section with the pattern each was
  * declared for, not under each event they receive.
  *
+ * A captured topic (`capture(Model, …)`) is listed like any event, its payload schema the
+ * change envelope with `before`/`after` of the model's attributes in their JSON form.
+ *
  * Works from the config alone. Where only the source can say where a function lives,
  * `npx outbox codegen` fills it in: `location` is left null, and a `targets` or `due`
  * function is published by its name (see {@link CatalogueReceiver.targets}).
@@ -26,14 +30,19 @@ const SECONDS_PER_DAY = 86_400;
  */
 export function buildCatalogue(config: OutboxConfig): Catalogue {
   const receivers = [...config.receivers].sort((a, b) => compareText(a.key, b.key));
+  // A captured topic's schema comes from its model's attributes, not from the loose zod
+  // schema the runtime decodes it with (see capture-schema.ts).
+  const captured = capturedTopics(config.captures ?? []);
   const events = [...config.eventList]
     .sort((a, b) => compareText(a.name, b.name))
-    .map((event) =>
-      catalogueEvent(
+    .map((event) => {
+      const capture = captured.get(event.name);
+      return catalogueEvent(
         event,
         receivers.filter((r) => !r.wildcard && r.event === event.name),
-      ),
-    );
+        capture && captureJsonSchema(capture.capture, capture.operation),
+      );
+    });
   return {
     format: CATALOGUE_FORMAT,
     events,
@@ -41,8 +50,12 @@ export function buildCatalogue(config: OutboxConfig): Catalogue {
   };
 }
 
-function catalogueEvent(event: ResolvedEvent, receivers: ResolvedReceiver[]): CatalogueEvent {
-  const schema = payloadJsonSchema(event.name, event.schema);
+function catalogueEvent(
+  event: ResolvedEvent,
+  receivers: ResolvedReceiver[],
+  capturedSchema?: Readonly<Record<string, unknown>>,
+): CatalogueEvent {
+  const schema = capturedSchema ?? payloadJsonSchema(event.name, event.schema);
   const retention = event.retention;
   return {
     name: event.name,

@@ -14,6 +14,6 @@ describe('outbox demo', () => {
     expect(existsSync(dirname(database!))).toBe(false);
     // stderr is a pipe here, not a terminal: progress comes as plain lines, never redrawn.
     expect(result.stderr).not.toContain('\r');
-    expect(result.stderr.trimEnd().split('\n').at(-1)).toMatch(/^ {3}relay: 793 delivered · /);
+    expect(result.stderr.trimEnd().split('\n').at(-1)).toMatch(/^ {3}relay: 1191 delivered · /);
   }, 90_000);
 });
