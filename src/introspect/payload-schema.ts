@@ -22,6 +22,7 @@ export function payloadJsonSchema(eventName: string, schema: z.ZodType): JsonSch
       io: 'input',
       unrepresentable: 'any',
       override: (ctx) => {
+        ownMetadata(ctx.zodSchema, ctx.jsonSchema);
         const type = (ctx.zodSchema as unknown as { _zod: { def: { type: string } } })._zod.def
           .type;
         if (type === 'date') Object.assign(ctx.jsonSchema, { type: 'string', format: 'date-time' });
@@ -36,6 +37,28 @@ export function payloadJsonSchema(eventName: string, schema: z.ZodType): JsonSch
     );
   }
   return canonical(json) as JsonSchema;
+}
+
+/**
+ * Copy a schema's metadata (`.describe()`, `.meta()`) as its own copy of zod keeps it.
+ * `z.toJSONSchema` reads metadata from the registry of the zod it is imported from; a
+ * schema made by ANOTHER copy of zod (a CommonJS app's `require('zod')` beside this
+ * package's `import`, which before zod 4.2 kept a registry each) has its metadata in that
+ * copy's registry, which the schema's own `.meta()` reads. Keys the JSON Schema already has
+ * are kept; `id` is a registry's, not a field's.
+ */
+function ownMetadata(schema: unknown, json: Record<string, unknown>): void {
+  const meta = (schema as { meta?: () => unknown }).meta;
+  if (typeof meta !== 'function') return;
+  let own: unknown;
+  try {
+    own = meta.call(schema);
+  } catch {
+    return;
+  }
+  if (!isRecord(own)) return;
+  for (const [key, value] of Object.entries(own))
+    if (key !== 'id' && value !== undefined && !(key in json)) json[key] = value;
 }
 
 /** Sort what is an unordered set in JSON Schema (properties, required), recursively. */

@@ -286,10 +286,13 @@ describe(`[slow] the packed tarball, installed in a fresh app with sequelize@${L
       expect(result.succeeded).toBe(1);
       expect(result.errors.zod3).toContain('(got a zod 3 schema)');
       expect(result.pgMissing.name).toBe('ConfigurationError');
-      // Not compared: a CommonJS app's require('zod') and outboxkit's import of zod are
-      // two copies of zod; before zod 4.2 each kept its own registry, so a .describe()
-      // made through one is not seen through the other (zod 4.2 shares it on globalThis).
-      expect(result.fields.map((f) => f.name)).toEqual(['at', 'orderId']);
+      // A CommonJS app's require('zod') and outboxkit's import of zod are two copies of
+      // zod; before zod 4.2 each kept its own registry, so the catalogue reads each schema's
+      // metadata through the schema itself: the .describe() text is there at zod 4.0 too.
+      expect(result.fields).toEqual([
+        { name: 'at', type: 'string (date-time)', required: true, description: null },
+        { name: 'orderId', type: 'string', required: true, description: 'the order' },
+      ]);
     },
     STEP_MS,
   );
