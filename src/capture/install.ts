@@ -20,32 +20,20 @@ import { ConfigurationError } from '../errors/outbox-error.js';
 import { resolveTransaction } from '../fire/transaction.js';
 import type { Runtime } from '../runtime.js';
 import { runtimeOf } from '../runtime.js';
+import {
+  type CascadeEdge,
+  type CascadePlan,
+  type CascadeRead,
+  cascadeEdges,
+  reachingEdges,
+  readCascade,
+} from './cascade.js';
 import { bulkConflictKey, keyText, keyWhere, upsertConflictKey } from './conflict.js';
 import { changeOf } from './envelope.js';
+import type { Instance, ModelClass, Values } from './sequelize-model.js';
 import { writeChanges } from './write.js';
 
-type Values = Record<string, unknown>;
 type Options = Record<string, unknown> & { transaction?: Transaction | null };
-
-/** What capture reads of a Sequelize 6 instance (untyped internals included). */
-interface Instance {
-  dataValues: Values;
-  _previousDataValues: Values;
-}
-
-/** What capture uses of a Sequelize 6 model class. */
-interface ModelClass {
-  readonly name: string;
-  readonly sequelize?: Sequelize;
-  readonly prototype: Record<string, unknown>;
-  readonly primaryKeyAttributes: string[];
-  readonly _timestampAttributes: { createdAt?: string; updatedAt?: string; deletedAt?: string };
-  readonly _versionAttribute?: string;
-  readonly rawAttributes: Record<string, { field?: string }>;
-  addHook(type: string, name: string, fn: (...args: never[]) => unknown): void;
-  findAll(options: Values): Promise<Instance[]>;
-  [method: string]: unknown;
-}
 
 const WRAPPED = Symbol.for('outboxkit.capture.wrapped');
 /** The attribute a PostgreSQL read names for `xmax <> 0`: the row version ON CONFLICT DO UPDATE wrote. */
@@ -125,6 +113,7 @@ export function installCapture(outbox: object, sequelize?: Sequelize): void {
     wrapWrites(model, on);
     addHooks(rt, capture, model);
   }
+  installCascades(rt, on);
 }
 
 const installed = new WeakMap<Runtime, WeakSet<object>>();
@@ -152,10 +141,22 @@ const STATIC_WRITES: Record<string, number> = {
 };
 const INSTANCE_WRITES: Record<string, number> = { save: 0, destroy: 0, restore: 0 };
 
-function wrapWrites(model: ModelClass, sequelize: Sequelize): void {
-  if ((model as unknown as Record<symbol, unknown>)[WRAPPED]) return;
-  (model as unknown as Record<symbol, unknown>)[WRAPPED] = true;
+/**
+ * Wrap the model's writes (all of them, or only `only`: a model whose deletes reach a
+ * captured one through foreign keys has its `destroy`s wrapped). Each method once.
+ */
+function wrapWrites(model: ModelClass, sequelize: Sequelize, only?: readonly string[]): void {
+  const marks = model as unknown as Record<symbol, Set<string> | undefined>;
+  const wrapped = marks[WRAPPED] ?? new Set<string>();
+  marks[WRAPPED] = wrapped;
+  const wanted = (method: string, side: string) => {
+    if (only && !only.includes(method)) return false;
+    if (wrapped.has(`${side}.${method}`)) return false;
+    wrapped.add(`${side}.${method}`);
+    return true;
+  };
   for (const [method, at] of Object.entries(STATIC_WRITES)) {
+    if (!wanted(method, 'static')) continue;
     const unwrapped = model[method] as (...args: unknown[]) => Promise<unknown>;
     const original = method === 'increment' ? capturingIncrement(model, unwrapped) : unwrapped;
     Object.defineProperty(model, method, {
@@ -165,6 +166,7 @@ function wrapWrites(model: ModelClass, sequelize: Sequelize): void {
     });
   }
   for (const [method, at] of Object.entries(INSTANCE_WRITES)) {
+    if (!wanted(method, 'instance')) continue;
     const original = model.prototype[method] as (...args: unknown[]) => Promise<unknown>;
     Object.defineProperty(model.prototype, method, {
       configurable: true,
@@ -217,6 +219,165 @@ function inTransaction(
     };
     return given ? sequelize.transaction({ transaction: given }, run) : sequelize.transaction(run);
   };
+}
+
+// ---------------------------------------------------------------- cascades
+
+const cascadesInstalled = new WeakMap<Runtime, WeakSet<object>>();
+/** The rows a delete reaches, read before it (by its options object), per outbox. */
+const cascadePlans = new WeakMap<object, Map<Runtime, CascadePlan>>();
+
+/**
+ * Hooks on every model whose deletes reach a captured model through the database's own
+ * `ON DELETE CASCADE` / `SET NULL` / `SET DEFAULT` (see ./cascade.ts): the rows reached
+ * are read before the delete and captured after it, in its transaction. The models and
+ * their associations must be defined before `installCapture`.
+ */
+function installCascades(rt: Runtime, sequelize: Sequelize): void {
+  const captures = new Map<ModelClass, ResolvedCapture>(
+    rt.config.captures.map((c) => [c.model as unknown as ModelClass, c]),
+  );
+  const models = Object.values(
+    (sequelize as unknown as { models: Record<string, ModelClass> }).models,
+  );
+  const edges = reachingEdges(cascadeEdges(models), (m) => captures.has(m));
+  let done = cascadesInstalled.get(rt);
+  if (!done) {
+    done = new WeakSet();
+    cascadesInstalled.set(rt, done);
+  }
+  for (const parent of edges.keys()) {
+    if (done.has(parent)) continue;
+    done.add(parent);
+    wrapWrites(parent, sequelize, ['destroy']);
+    addCascadeHooks(rt, parent, edges, captures);
+  }
+}
+
+function addCascadeHooks(
+  rt: Runtime,
+  parent: ModelClass,
+  edges: ReadonlyMap<ModelClass, readonly CascadeEdge[]>,
+  captures: ReadonlyMap<ModelClass, ResolvedCapture>,
+): void {
+  const name = `outboxkit:cascade:${rt.processId}`;
+  const postgres = rt.sequelize.getDialect() === 'postgres';
+  const paranoid = parent._timestampAttributes.deletedAt !== undefined;
+  const needed = [
+    ...new Set([...parent.primaryKeyAttributes, ...(edges.get(parent) ?? []).map((e) => e.key)]),
+  ];
+  const readOf = (options: Options, hooksRun: boolean): CascadeRead => ({
+    edgesFrom: (m) => edges.get(m) ?? [],
+    captureOf: (m) => {
+      const c = captures.get(m);
+      return c && { keysOnly: c.payload === 'keys' };
+    },
+    lock: postgres,
+    transaction: options.transaction,
+    logging: options.logging,
+    hooksRun,
+    force: Boolean(options.force),
+  });
+  const readRoots = (where: unknown, options: Options): Promise<Instance[]> =>
+    parent.findAll({
+      where,
+      attributes: needed,
+      paranoid: false,
+      transaction: options.transaction,
+      ...(postgres && options.transaction ? { lock: 'UPDATE' } : {}),
+      logging: options.logging,
+    });
+  const keep = (options: Options, plan: CascadePlan) => {
+    let map = cascadePlans.get(options);
+    if (!map) {
+      map = new Map();
+      cascadePlans.set(options, map);
+    }
+    map.set(rt, plan);
+  };
+  const write = async (options: Options) => {
+    const plan = cascadePlans.get(options)?.get(rt);
+    if (plan) await writeCascade(rt, plan, captures, options);
+  };
+  const hook = (type: string, fn: (...args: never[]) => unknown) => parent.addHook(type, name, fn);
+  hook('beforeDestroy', (async (instance: Instance, options: Options) => {
+    if (bulk.has(options) || (paranoid && !options.force)) return; // a soft delete cascades nothing
+    let roots: Values[] = [instance.dataValues];
+    if (postgres && options.transaction) {
+      // Lock the parent row: no child is inserted under it between the reads and the DELETE.
+      const where = Object.fromEntries(
+        parent.primaryKeyAttributes.map((k) => [k, instance.dataValues[k]]),
+      );
+      roots = (await readRoots(where, options)).map((r) => r.dataValues);
+    }
+    keep(options, await readCascade(parent, roots, readOf(options, true)));
+  }) as never);
+  hook('beforeBulkDestroy', (async (options: Options) => {
+    bulk.add(options); // its per-row hooks (individualHooks) cascade nothing of their own
+    if (paranoid && !options.force) return;
+    const roots = (await readRoots(options.where, options)).map((r) => r.dataValues);
+    keep(options, await readCascade(parent, roots, readOf(options, false)));
+  }) as never);
+  hook('afterDestroy', ((_: Instance, options: Options) =>
+    bulk.has(options) ? undefined : write(options)) as never);
+  hook('afterBulkDestroy', ((options: Options) => write(options)) as never);
+}
+
+/** The events of the rows a delete reached: one fire per model (and per SET NULL key). */
+async function writeCascade(
+  rt: Runtime,
+  plan: CascadePlan,
+  captures: ReadonlyMap<ModelClass, ResolvedCapture>,
+  options: Options,
+): Promise<void> {
+  const at = rt.clock();
+  for (const [model, rows] of plan.deleted) {
+    const capture = captures.get(model);
+    if (!capture?.operations.has('deleted')) continue;
+    const changes = rows.map((r) => changeOf(capture, 'deleted', { before: r.dataValues }, at));
+    await writeChanges(rt, capture, changes, options.transaction);
+  }
+  for (const { edge, rows } of plan.updated) {
+    const capture = captures.get(edge.child);
+    if (!capture || rows.length === 0 || !capture.operations.has('updated')) continue;
+    const child = edge.child;
+    const id = (v: Values) => child.primaryKeyAttributes.map((k) => String(v[k])).join('\u0000');
+    let after = new Map<string, Values>();
+    if (capture.payload === 'keys') {
+      after = new Map(rows.map((r) => [id(r.dataValues), r.dataValues]));
+    } else {
+      // The values the database set (NULL, or the column's DEFAULT), read back by key.
+      const [key] = child.primaryKeyAttributes;
+      const where =
+        child.primaryKeyAttributes.length === 1 && key
+          ? { [key]: rows.map((r) => r.dataValues[key]) }
+          : {
+              [Symbol.for('or')]: rows.map((r) =>
+                Object.fromEntries(child.primaryKeyAttributes.map((k) => [k, r.dataValues[k]])),
+              ),
+            };
+      const fresh = await child.findAll({
+        where,
+        paranoid: false,
+        transaction: options.transaction,
+        logging: options.logging,
+      });
+      after = new Map(fresh.map((r) => [id(r.dataValues), r.dataValues]));
+    }
+    const changes = rows.map((r) =>
+      changeOf(
+        capture,
+        'updated',
+        {
+          before: r.dataValues,
+          after: after.get(id(r.dataValues)) ?? null,
+          changed: [edge.foreignKey],
+        },
+        at,
+      ),
+    );
+    await writeChanges(rt, capture, changes, options.transaction);
+  }
 }
 
 // ---------------------------------------------------------------- hooks
