@@ -14,6 +14,7 @@
  * `increment` captures them. Upserts (`upsert`, `bulkCreate` with `updateOnDuplicate` /
  * `ignoreDuplicates`) read the rows of their conflict keys (see ./conflict.ts).
  */
+import { AsyncLocalStorage } from 'node:async_hooks';
 import { literal, type Sequelize, type Transaction } from 'sequelize';
 import type { CaptureOperation, ResolvedCapture } from '../declare/capture.js';
 import { ConfigurationError } from '../errors/outbox-error.js';
@@ -200,12 +201,21 @@ function capturingIncrement(
 /**
  * A write that runs in a transaction of its own when given none, and in a savepoint of the
  * one it is given (or CLS carries): the row and its events commit or roll back together.
+ *
+ * Writes started together are run one after the other where they would share what cannot
+ * be shared: the savepoints of one transaction (a connection runs one statement at a time,
+ * and savepoints nest: two interleaved would release each other), and on SQLite the
+ * transactions the wrapper opens (one writer at a time: a second would fail SQLITE_BUSY).
+ * Sequelize's many-to-many `setX`/`addX` start their through model's writes with
+ * `Promise.all`. A write started inside another's run (an extension's own write, a hook's)
+ * is not queued behind it.
  */
 function inTransaction(
   sequelize: Sequelize,
   original: (...args: unknown[]) => Promise<unknown>,
   at: number,
 ): (...args: unknown[]) => Promise<unknown> {
+  const sqlite = sequelize.getDialect() === 'sqlite';
   return function captured(this: unknown, ...args: unknown[]) {
     const options = (args[at] ?? {}) as Options;
     const given = resolveTransaction(sequelize, options.transaction ?? undefined);
@@ -217,8 +227,33 @@ function inTransaction(
       call[at] = { ...options, transaction: t };
       return original.apply(this, call);
     };
-    return given ? sequelize.transaction({ transaction: given }, run) : sequelize.transaction(run);
+    const start = () =>
+      given ? sequelize.transaction({ transaction: given }, run) : sequelize.transaction(run);
+    const queue = given ?? (sqlite ? sequelize : undefined);
+    return queue ? oneAtATime(queue, start) : start();
   };
+}
+
+/** The last write queued per transaction (or per SQLite Sequelize). */
+const queues = new WeakMap<object, Promise<unknown>>();
+/** Whether the current async context is inside a queued write's run. */
+const insideRun = new AsyncLocalStorage<true>();
+
+/** Run `start` after the writes queued on `key` before it (none inside a queued run). */
+function oneAtATime<T>(key: object, start: () => Promise<T>): Promise<T> {
+  if (insideRun.getStore()) return start();
+  const before = queues.get(key);
+  const run = () => insideRun.run(true, start);
+  const result = before ? before.then(run, run) : run();
+  const settled = result.then(
+    () => undefined,
+    () => undefined,
+  );
+  queues.set(key, settled);
+  void settled.then(() => {
+    if (queues.get(key) === settled) queues.delete(key);
+  });
+  return result;
 }
 
 // ---------------------------------------------------------------- cascades
