@@ -12,6 +12,7 @@ import {
   defineOutbox,
   installCapture,
   type Outbox,
+  receiver,
 } from '../../src/index.js';
 import { runtimeOf } from '../../src/runtime.js';
 import type { TestDatabase } from '../../testing/databases.js';
@@ -50,6 +51,7 @@ for (const mode of MODES) {
   describeEachDialect(`change capture of cascades, payload ${mode}`, (dialect) => {
     let db: TestDatabase;
     let outbox: Outbox;
+    let refuse = false;
     const m: Record<string, AnyModel> = {};
 
     beforeAll(async () => {
@@ -67,6 +69,12 @@ for (const mode of MODES) {
       m.Item = def('Item', 'items');
       m.SoftLine = def('SoftLine', 'soft_lines', { paranoid: true, ...schema });
       m.Category = def('Category', 'categories');
+      m.Shelf = def('Shelf', 'shelves', { paranoid: true, ...schema });
+      m.Book = def('Book', 'books');
+      m.Book.belongsTo(m.Shelf, {
+        foreignKey: { name: 'shelfId', allowNull: true },
+        onDelete: 'CASCADE',
+      });
       const fk = (name: string) => ({ name, allowNull: true });
       m.Customer.hasMany(m.Order, { foreignKey: fk('customerId'), onDelete: 'CASCADE' });
       m.Order.hasMany(m.Line, { foreignKey: fk('orderId'), onDelete: 'CASCADE', hooks: true });
@@ -89,7 +97,9 @@ for (const mode of MODES) {
       }
       await m.SoftLine!.sync();
       await m.Category!.sync();
-      const captured = ['Order', 'Line', 'Note', 'Tag', 'Item', 'Category'].map((name) =>
+      await m.Shelf!.sync();
+      await m.Book!.sync();
+      const captured = ['Order', 'Line', 'Note', 'Tag', 'Item', 'Category', 'Book'].map((name) =>
         capture(m[name]!, { app: 'shop', payload: mode }),
       );
       captured.push(
@@ -99,7 +109,19 @@ for (const mode of MODES) {
           fields: ['id', 'orderId', 'deletedAt'],
         }),
       );
-      const config = defineOutbox({ events: {}, capture: captured });
+      const config = defineOutbox({
+        events: {},
+        capture: captured,
+        receivers: {
+          // An event that fails after the cascade's rows are gone: inline, in the transaction.
+          'check.boom': receiver('shop.note.deleted', {
+            mode: 'inline',
+            handle: () => {
+              if (refuse) throw new Error('boom refused');
+            },
+          }),
+        },
+      });
       outbox = await openOutbox(db, config, { clock: testClock().now });
       installCapture(outbox, db.sequelize);
       installCapture(outbox, db.sequelize); // idempotent: no hook twice
@@ -109,6 +131,8 @@ for (const mode of MODES) {
         await m[name]!.destroy({ where: {}, hooks: false, force: true });
       }
       await m.Category!.destroy({ where: {}, hooks: false });
+      await m.Book!.destroy({ where: {}, hooks: false });
+      await m.Shelf!.destroy({ where: {}, hooks: false, force: true });
     });
     afterAll(async () => {
       await outbox.close();
@@ -275,6 +299,50 @@ for (const mode of MODES) {
       expect(await m.Line!.count()).toBe(2);
       expect(await m.Item!.count()).toBe(2);
       expect((await m.Tag!.findByPk(o.tagId))?.get('orderId')).toBe(o.orderId);
+    });
+
+    it("a cascaded row's failing event undoes the whole delete in its savepoint, even when the caller catches it", async () => {
+      const o = await anOrder();
+      await db.sequelize.transaction(async (transaction) => {
+        refuse = true;
+        await expect(o.order.destroy({ transaction })).rejects.toThrow('boom refused');
+        refuse = false;
+        await m.Tag!.update({ label: 'kept' }, { where: { id: o.tagId }, transaction });
+      });
+      expect(await m.Order!.count()).toBe(1);
+      expect(await m.Note!.count()).toBe(1);
+      expect(await m.Line!.count()).toBe(2);
+      const tag = await m.Tag!.findByPk(o.tagId);
+      expect([tag?.get('label'), tag?.get('orderId')]).toEqual(['kept', o.orderId]);
+      expect(brief(await logOf(outbox))).toEqual([['shop.tag.updated', o.tagId]]);
+    });
+
+    it('a static destroy with individualHooks captures each reached row once', async () => {
+      const o = await anOrder();
+      await m.Order!.destroy({ where: { id: o.orderId }, individualHooks: true });
+      expect(brief(await logOf(outbox))).toEqual([
+        ['shop.item.deleted', o.itemIds[0]],
+        ['shop.item.deleted', o.itemIds[1]],
+        ['shop.line.deleted', o.lineIds[0]],
+        ['shop.line.deleted', o.lineIds[1]],
+        ['shop.note.deleted', o.noteId],
+        ['shop.order.deleted', o.orderId],
+        ['shop.softline.deleted', o.softId],
+        ['shop.tag.updated', o.tagId],
+      ]);
+    });
+
+    it("a paranoid parent's soft delete cascades nothing; its forced delete cascades (a belongsTo's onDelete)", async () => {
+      const shelf = await m.Shelf!.create({ label: 's' });
+      const book = await m.Book!.create({ label: 'b', shelfId: shelf.get('id') });
+      await markLog(outbox);
+      await shelf.destroy();
+      await m.Shelf!.destroy({ where: { id: shelf.get('id') } });
+      expect(await logOf(outbox)).toEqual([]);
+      expect(await m.Book!.count()).toBe(1);
+      await shelf.destroy({ force: true });
+      expect(brief(await logOf(outbox))).toEqual([['shop.book.deleted', book.get('id')]]);
+      expect(await m.Book!.count()).toBe(0);
     });
   });
 }
