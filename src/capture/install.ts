@@ -55,6 +55,36 @@ function incrementCapturers(model: object): IncrementCapturer[] {
   return list;
 }
 
+/**
+ * A static `update` on PostgreSQL, run with `returning: true`: the rows its RETURNING gives
+ * are the rows it wrote, so no read is needed after it (nor before it but for
+ * `beforeAndAfter`). The object rides in the options (Sequelize's clone of them keeps it by
+ * reference), so the hooks of this call find it.
+ */
+class UpdateCall {
+  /** Rows read before the statement (`beforeAndAfter`), per outbox. */
+  readonly readFirst = new Map<Runtime, Instance[]>();
+}
+const UPDATE_CALL = Symbol('outboxkit.capture.update');
+/** What one outbox's capture does after a static update that returned its rows. */
+interface UpdateCapturer {
+  after(
+    call: UpdateCall,
+    values: unknown,
+    rows: readonly Instance[],
+    options: Options,
+  ): Promise<void>;
+}
+const updaters = new WeakMap<object, UpdateCapturer[]>();
+function updateCapturers(model: object): UpdateCapturer[] {
+  let list = updaters.get(model);
+  if (!list) {
+    list = [];
+    updaters.set(model, list);
+  }
+  return list;
+}
+
 /** The attribute names an `increment(fields, …)` sets: a name, a list, or an object of amounts. */
 function incrementedFields(model: ModelClass, fields: unknown): string[] {
   const names =
@@ -159,7 +189,12 @@ function wrapWrites(model: ModelClass, sequelize: Sequelize, only?: readonly str
   for (const [method, at] of Object.entries(STATIC_WRITES)) {
     if (!wanted(method, 'static')) continue;
     const unwrapped = model[method] as (...args: unknown[]) => Promise<unknown>;
-    const original = method === 'increment' ? capturingIncrement(model, unwrapped) : unwrapped;
+    const original =
+      method === 'increment'
+        ? capturingIncrement(model, unwrapped)
+        : method === 'update' && sequelize.getDialect() === 'postgres'
+          ? capturingUpdate(model, unwrapped)
+          : unwrapped;
     Object.defineProperty(model, method, {
       configurable: true,
       writable: true,
@@ -195,6 +230,36 @@ function capturingIncrement(
     const result = await original.call(this, fields, options);
     for (const c of capturers) await c.after(fields, options);
     return result;
+  };
+}
+
+/**
+ * `Model.update` on PostgreSQL with each outbox's capture after it: run with `returning:
+ * true` (`RETURNING *`), its rows are the `after` images, so the statement costs no read
+ * after it (the reference: "`QuerySet.update()`: RETURNING of the keys / of the fields").
+ * The caller's result keeps its shape: `[count]` unless it asked for the rows (or ran
+ * individual hooks, which return them). A caller naming its own `returning` attributes
+ * gets the hooks' way (rows read by key after the statement).
+ */
+function capturingUpdate(
+  model: ModelClass,
+  original: (...args: unknown[]) => Promise<unknown>,
+): (...args: unknown[]) => Promise<unknown> {
+  return async function update(this: unknown, values: unknown, given?: unknown) {
+    const capturers = updaters.get(model);
+    const options = (given ?? {}) as Options;
+    if (!capturers?.length || Array.isArray(options.returning)) {
+      return original.call(this, values, given);
+    }
+    const call = new UpdateCall();
+    const result = (await original.call(this, values, {
+      ...options,
+      returning: true,
+      [UPDATE_CALL]: call,
+    })) as [number, Instance[]?];
+    const rows = result[1] ?? [];
+    for (const c of capturers) await c.after(call, values, rows, options);
+    return options.returning || options.individualHooks ? result : [result[0]];
   };
 }
 
@@ -686,10 +751,39 @@ function addHooks(rt: Runtime, capture: ResolvedCapture, model: ModelClass): voi
     bulk.add(options);
     return readRows(options.where, options, true).then((rows) => keep(readFirst, options, rows));
   }) as never;
-  hook('beforeBulkUpdate', before);
+  hook('beforeBulkUpdate', ((options: Options) => {
+    bulk.add(options);
+    const call = (options as Record<symbol, unknown>)[UPDATE_CALL] as UpdateCall | undefined;
+    if (!call) {
+      return readRows(options.where, options, true).then((rows) => keep(readFirst, options, rows));
+    }
+    // RETURNING gives the rows after; only a before-image needs them read first, locked.
+    if (capture.payload !== 'beforeAndAfter') return undefined;
+    return readRows(options.where, options, true).then((rows) => call.readFirst.set(rt, rows));
+  }) as never);
+  updateCapturers(model).push({
+    after: (call, values, rows, options) => {
+      const id = (r: Instance) =>
+        model.primaryKeyAttributes.map((k) => String(r.dataValues[k])).join('\u0000');
+      const first = new Map((call.readFirst.get(rt) ?? []).map((r) => [id(r), r]));
+      const changed = withoutStamps(Object.keys((values as Values | undefined) ?? {}));
+      return (
+        write(
+          'updated',
+          rows.map((a) => ({
+            before: first.get(id(a))?.dataValues ?? null,
+            after: a.dataValues,
+            changed,
+          })),
+          options,
+        ) ?? Promise.resolve()
+      );
+    },
+  });
   hook('beforeBulkDestroy', before);
   hook('beforeBulkRestore', before);
   hook('afterBulkUpdate', (async (options: Options) => {
+    if ((options as Record<symbol, unknown>)[UPDATE_CALL]) return undefined; // written by capturingUpdate
     const rows = take(readFirst, options) ?? [];
     const after = await reread(rows, options);
     const changed = withoutStamps(Object.keys((options.attributes as Values) ?? {}));

@@ -260,6 +260,43 @@ for (const mode of MODES) {
       }
     });
 
+    it('static update costs what the mode adds: on PostgreSQL its RETURNING (a read first only for beforeAndAfter, locked), and returns what Sequelize returns', async () => {
+      await Order.bulkCreate([
+        { status: 'r', fee: '1.00' },
+        { status: 'r', fee: '2.00' },
+      ]);
+      await markLog(outbox);
+      let result: unknown;
+      const statements = await capturingStatements(db.sequelize, async () => {
+        result = await Order.update({ status: 's' }, { where: { status: 'r' } });
+      });
+      expect(result).toEqual([2]);
+      const reads = statements.filter((s) => /SELECT/i.test(s) && s.includes(`orders_${lower}`));
+      if (dialect.name === 'postgres') {
+        expect(reads.length).toBe(mode === 'beforeAndAfter' ? 1 : 0);
+        if (mode === 'beforeAndAfter') expect(reads[0]).toMatch(/FOR UPDATE/);
+        expect(statements.some((s) => /UPDATE .* RETURNING "id"/.test(s))).toBe(true);
+      } else {
+        // SQLite: read first and (but for keys) re-read by key after.
+        expect(reads.length).toBe(mode === 'keys' ? 1 : 2);
+      }
+      const log = await logOf(outbox);
+      expect(log.map((e) => e.payload.changed)).toEqual([['status'], ['status']]);
+      if (mode !== 'keys') {
+        expect(log.map((e) => (e.payload.after as { status: string }).status)).toEqual(['s', 's']);
+      }
+      if (mode === 'beforeAndAfter') {
+        expect(log.map((e) => (e.payload.before as { status: string }).status)).toEqual(['r', 'r']);
+      }
+      if (dialect.name === 'postgres') {
+        const [, rows] = (await Order.update(
+          { status: 't' },
+          { where: { status: 's' }, returning: true },
+        )) as unknown as [number, SequelizeModel[]];
+        expect(rows.map((r) => r.get('status'))).toEqual(['t', 't']);
+      }
+    });
+
     it('static destroy writes deleted events (paranoid: updated, force: deleted) and static restore updated ones', async () => {
       const order = await Order.create({ status: 'bye', fee: '1.00' });
       const loan = await Loan.create({ status: 'lent' });
