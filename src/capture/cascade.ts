@@ -182,6 +182,11 @@ export interface CascadeRead {
   readonly force: boolean;
 }
 
+/** The model without its default scope: the database's cascade reaches rows out of it. */
+export function unscoped(model: ModelClass): ModelClass {
+  return model.unscoped?.() ?? model;
+}
+
 function idOf(model: ModelClass, values: Values): string {
   return model.primaryKeyAttributes.map((k) => String(values[k])).join('\u0000');
 }
@@ -225,7 +230,7 @@ export async function readCascade(
         for (const e of read.edgesFrom(edge.child)) needed.add(e.key);
         const attributes =
           captured && !captured.keysOnly ? Object.keys(edge.child.rawAttributes) : [...needed];
-        const found = await edge.child.findAll({
+        const found = await unscoped(edge.child).findAll({
           where: { [edge.foreignKey]: keys },
           attributes,
           paranoid: false,

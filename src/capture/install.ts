@@ -28,6 +28,7 @@ import {
   cascadeEdges,
   reachingEdges,
   readCascade,
+  unscoped,
 } from './cascade.js';
 import { bulkConflictKey, keyText, keyWhere, upsertConflictKey } from './conflict.js';
 import { changeOf } from './envelope.js';
@@ -379,7 +380,7 @@ function addCascadeHooks(
     force: Boolean(options.force),
   });
   const readRoots = (where: unknown, options: Options): Promise<Instance[]> =>
-    parent.findAll({
+    unscoped(parent).findAll({
       where,
       attributes: needed,
       paranoid: false,
@@ -456,7 +457,7 @@ async function writeCascade(
                 Object.fromEntries(child.primaryKeyAttributes.map((k) => [k, r.dataValues[k]])),
               ),
             };
-      const fresh = await child.findAll({
+      const fresh = await unscoped(child).findAll({
         where,
         paranoid: false,
         transaction: options.transaction,

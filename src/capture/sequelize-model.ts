@@ -34,5 +34,7 @@ export interface ModelClass {
   getTableName(): unknown;
   addHook(type: string, name: string, fn: (...args: never[]) => unknown): void;
   findAll(options: Values): Promise<Instance[]>;
+  /** The model without its default scope (the database's cascade knows no scope). */
+  unscoped?(): ModelClass;
   [method: string]: unknown;
 }

@@ -71,11 +71,14 @@ for (const mode of MODES) {
       m.Category = def('Category', 'categories');
       m.Shelf = def('Shelf', 'shelves', { paranoid: true, ...schema });
       m.Book = def('Book', 'books');
+      m.Album = def('Album', 'albums');
+      m.Photo = def('Photo', 'photos', { ...plain, defaultScope: { where: { label: 'shown' } } });
       m.Book.belongsTo(m.Shelf, {
         foreignKey: { name: 'shelfId', allowNull: true },
         onDelete: 'CASCADE',
       });
       const fk = (name: string) => ({ name, allowNull: true });
+      m.Album.hasMany(m.Photo, { foreignKey: fk('albumId'), onDelete: 'CASCADE' });
       m.Customer.hasMany(m.Order, { foreignKey: fk('customerId'), onDelete: 'CASCADE' });
       m.Order.hasMany(m.Line, { foreignKey: fk('orderId'), onDelete: 'CASCADE', hooks: true });
       m.Order.hasMany(m.Note, { foreignKey: fk('orderId'), onDelete: 'CASCADE' });
@@ -99,8 +102,10 @@ for (const mode of MODES) {
       await m.Category!.sync();
       await m.Shelf!.sync();
       await m.Book!.sync();
-      const captured = ['Order', 'Line', 'Note', 'Tag', 'Item', 'Category', 'Book'].map((name) =>
-        capture(m[name]!, { app: 'shop', payload: mode }),
+      await m.Album!.sync();
+      await m.Photo!.sync();
+      const captured = ['Order', 'Line', 'Note', 'Tag', 'Item', 'Category', 'Book', 'Photo'].map(
+        (name) => capture(m[name]!, { app: 'shop', payload: mode }),
       );
       captured.push(
         capture(m.SoftLine!, {
@@ -343,6 +348,20 @@ for (const mode of MODES) {
       await shelf.destroy({ force: true });
       expect(brief(await logOf(outbox))).toEqual([['shop.book.deleted', book.get('id')]]);
       expect(await m.Book!.count()).toBe(0);
+    });
+
+    it("the database's cascade reaches rows out of a model's default scope, and so does capture", async () => {
+      const album = await m.Album!.create({ label: 'a' });
+      const photos = await m.Photo!.bulkCreate([
+        { label: 'shown', albumId: album.get('id') },
+        { label: 'hidden', albumId: album.get('id') },
+      ]);
+      await markLog(outbox);
+      await album.destroy();
+      expect(brief(await logOf(outbox))).toEqual(
+        photos.map((p) => ['shop.photo.deleted', p.get('id')]),
+      );
+      expect(await m.Photo!.unscoped().count()).toBe(0);
     });
   });
 }
