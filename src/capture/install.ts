@@ -520,8 +520,19 @@ function addHooks(rt: Runtime, capture: ResolvedCapture, model: ModelClass): voi
   const postgres = rt.sequelize.getDialect() === 'postgres';
   /** Whether an upsert's rows are read before it: for its before-image, or (SQLite) its outcome. */
   const needsReadFirst = !postgres || capture.payload === 'beforeAndAfter';
-  const readRows = (where: unknown, options: Options, lock: boolean): Promise<Instance[]> =>
-    model.findAll({
+  /**
+   * The rows of `where`, in the write's transaction. Without the default scope (the
+   * statements' `where` already carries it — Sequelize injects it before their hooks — and
+   * a re-read by key must find rows the write moved out of it), but for `increment`, whose
+   * options are read before Sequelize injects it.
+   */
+  const readRows = (
+    where: unknown,
+    options: Options,
+    lock: boolean,
+    scoped = false,
+  ): Promise<Instance[]> =>
+    (scoped ? model : unscoped(model)).findAll({
       where,
       transaction: options.transaction,
       paranoid: false,
@@ -547,7 +558,7 @@ function addHooks(rt: Runtime, capture: ResolvedCapture, model: ModelClass): voi
       capture.payload === 'keys'
         ? [...new Set([...model.primaryKeyAttributes, ...key])]
         : Object.keys(model.rawAttributes);
-    return model.findAll({
+    return unscoped(model).findAll({
       where,
       transaction: options.transaction,
       paranoid: false,
@@ -729,7 +740,7 @@ function addHooks(rt: Runtime, capture: ResolvedCapture, model: ModelClass): voi
   // increment and both decrements go through) calls these around the statement.
   incrementCapturers(model).push({
     before: async (options) =>
-      keep(readFirst, options, await readRows(options.where, options, true)),
+      keep(readFirst, options, await readRows(options.where, options, true, true)),
     after: async (fields, options) => {
       const rows = take(readFirst, options) ?? [];
       const after = await reread(rows, options);

@@ -41,6 +41,7 @@ for (const mode of MODES) {
     let Order: AnyModel;
     let Loan: AnyModel;
     let Plain: AnyModel;
+    let Ticket: AnyModel;
     const lower = mode.toLowerCase();
     let refuse = false;
     const o = (op: string) => `shop.order${lower}.${op}`;
@@ -64,12 +65,23 @@ for (const mode of MODES) {
         { status: DataTypes.STRING },
         { tableName: `plain_${lower}`, ...schema },
       );
-      await Promise.all([Order.sync(), Loan.sync(), Plain.sync()]);
+      Ticket = db.sequelize.define(
+        `Ticket${mode[0]!.toUpperCase()}${mode.slice(1)}`,
+        { status: DataTypes.STRING, n: DataTypes.INTEGER },
+        {
+          tableName: `tickets_${lower}`,
+          timestamps: false,
+          defaultScope: { where: { status: 'open' } },
+          ...schema,
+        },
+      );
+      await Promise.all([Order.sync(), Loan.sync(), Plain.sync(), Ticket.sync()]);
       const config = defineOutbox({
         events: {},
         capture: [
           capture(Order, { app: 'shop', payload: mode, exclude: ['secret'] }),
           capture(Loan, { app: 'shop', payload: mode, fields: ['id', 'status', 'deletedAt'] }),
+          capture(Ticket, { app: 'shop', payload: mode }),
         ],
         receivers: {
           // An event that fails after its row is written: inline, in the write's transaction.
@@ -89,6 +101,7 @@ for (const mode of MODES) {
       await Promise.all([
         Order.destroy({ where: {}, hooks: false, force: true }),
         Loan.destroy({ where: {}, hooks: false, force: true }),
+        Ticket.unscoped().destroy({ where: {}, hooks: false }),
       ]);
       await markLog(outbox);
     });
@@ -294,6 +307,28 @@ for (const mode of MODES) {
           { where: { status: 's' }, returning: true },
         )) as unknown as [number, SequelizeModel[]];
         expect(rows.map((r) => r.get('status'))).toEqual(['t', 't']);
+      }
+    });
+
+    it("a model's default scope: static update and increment capture the rows they wrote, also those the write moved out of the scope", async () => {
+      const [open] = await Ticket.bulkCreate([
+        { status: 'open', n: 1 },
+        { status: 'done', n: 1 },
+      ]);
+      await markLog(outbox);
+      await Ticket.increment('n', { where: {} }); // the scope: the open ticket only
+      await Ticket.update({ status: 'closed' }, { where: {} });
+      const log = await logOf(outbox);
+      const t = (op: string) => `shop.ticket${lower}.${op}`;
+      expect(log.map((e) => [e.topic, e.payload.pk, e.payload.changed])).toEqual([
+        [t('updated'), open!.get('id'), ['n']],
+        [t('updated'), open!.get('id'), ['status']],
+      ]);
+      if (mode !== 'keys') {
+        expect(log.map((e) => e.payload.after)).toEqual([
+          { id: open!.get('id'), status: 'open', n: 2 },
+          { id: open!.get('id'), status: 'closed', n: 2 },
+        ]);
       }
     });
 
