@@ -48,6 +48,8 @@ describeEachDialect('change capture of a through model', (dialect) => {
   let Students: AnyModel;
   let Courses: AnyModel;
   let Enrollment: AnyModel;
+  let Clubs: AnyModel;
+  let Membership: AnyModel;
   let student: Student;
   let courses: SequelizeModel[];
   const cid = (i: number) => courses[i]!.get('id') as number;
@@ -73,19 +75,32 @@ describeEachDialect('change capture of a through model', (dialect) => {
       foreignKey: 'courseId',
       otherKey: 'studentId',
     });
+    // A through table named by a string: Sequelize makes its model, which can be captured.
+    Clubs = db.sequelize.define('Club', { name: DataTypes.STRING }, plain);
+    Students.belongsToMany(Clubs, { through: 'memberships', foreignKey: 'studentId' });
+    Membership = (
+      Students.associations as unknown as Record<string, { through: { model: AnyModel } }>
+    ).Clubs!.through.model;
     await Students.sync();
     await Courses.sync();
     await Enrollment.sync();
+    await Clubs.sync();
+    await Membership.sync();
     // Declared after the associations: the through model's key is the pair they add.
     const config = defineOutbox({
       events: {},
-      capture: [capture(Enrollment, { app: 'school', payload: 'beforeAndAfter' })],
+      capture: [
+        capture(Enrollment, { app: 'school', payload: 'beforeAndAfter' }),
+        capture(Membership, { app: 'school', payload: 'keys' }),
+      ],
     });
     outbox = await openOutbox(db, config, { clock: testClock().now });
     installCapture(outbox, db.sequelize);
   });
   beforeEach(async () => {
     await Enrollment.destroy({ where: {}, hooks: false });
+    await Membership.destroy({ where: {}, hooks: false });
+    await Clubs.destroy({ where: {}, hooks: false });
     await Students.destroy({ where: {}, hooks: false });
     await Courses.destroy({ where: {}, hooks: false });
     student = (await Students.create({ name: 'ada' })) as Student;
@@ -195,5 +210,21 @@ describeEachDialect('change capture of a through model', (dialect) => {
     await t.rollback();
     expect(await logOf(outbox)).toEqual([]);
     expect((await Enrollment.findAll()).map((l) => l.get('courseId'))).toEqual([cid(0)]);
+  });
+
+  it('the links of a through table named by a string are captured through the model Sequelize made for it', async () => {
+    const [chess, go] = await Clubs.bulkCreate([{ name: 'chess' }, { name: 'go' }]);
+    const joining = student as unknown as {
+      addClubs(c: unknown[]): Promise<unknown>;
+      removeClub(c: unknown): Promise<unknown>;
+    };
+    await joining.addClubs([chess, go]);
+    await joining.removeClub(chess);
+    const log = await logOf(outbox);
+    expect(log.map((e) => [e.topic, e.payload.pk])).toEqual([
+      ['school.memberships.inserted', { studentId: student.get('id'), ClubId: chess!.get('id') }],
+      ['school.memberships.inserted', { studentId: student.get('id'), ClubId: go!.get('id') }],
+      ['school.memberships.deleted', { studentId: student.get('id'), ClubId: chess!.get('id') }],
+    ]);
   });
 });
