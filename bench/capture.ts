@@ -17,7 +17,12 @@
  * - `capture-elsewhere`: an uncaptured model's `create` on the Sequelize where capture is
  *   installed (on another model) against the same on a Sequelize with none. Aim: ≈ 1.
  *
- *   npx tsx bench/capture.ts [--rows 10000] [--rounds 5] [--iterations 300]
+ *   npx tsx bench/capture.ts [--rows 10000] [--rounds 5] [--iterations 300] [--explain]
+ *
+ * `--explain` runs the events' statement of the counted `bulkCreate` again under
+ * `EXPLAIN (ANALYZE, BUFFERS)` (in a transaction rolled back, the outbox tables emptied
+ * in it first) and prints where the server spent its time: the events' INSERT, the
+ * delivery rows' INSERT (their indexes and foreign key), the whole.
  *
  * Prints one JSON line per figure (with `load1m`: read it above ~1.5 as noise).
  */
@@ -46,6 +51,7 @@ import {
   note,
   nowMs,
   openSequelize,
+  PG_URL,
   quantile,
   round,
 } from './common.js';
@@ -57,6 +63,8 @@ function arg(name: string, fallback: number): number {
 const ROWS = arg('rows', 10_000);
 const ROUNDS = arg('rounds', 5);
 const ITERATIONS = arg('iterations', 300);
+/** `--explain`: also EXPLAIN ANALYZE the events' statement of the counted bulkCreate. */
+const EXPLAIN = process.argv.includes('--explain');
 
 type AnyModel = ModelStatic<SequelizeModel>;
 const COLUMNS = {
@@ -150,15 +158,18 @@ async function main(): Promise<void> {
     // writes events through the driver (prepared statements), so count at pg's Client,
     // and time each from its start to the next one's (node-postgres runs one at a time
     // per connection).
-    const statements: { text: string; at: number; ms?: number }[] = [];
+    const statements: { text: string; at: number; ms?: number; values?: unknown[] }[] = [];
     let counting = false;
     const clientQuery = pg.Client.prototype.query;
     pg.Client.prototype.query = function (this: unknown, ...args: unknown[]) {
       if (counting) {
-        const q = args[0] as string | { text?: string; callback?: (...a: unknown[]) => void };
-        const st: { text: string; at: number; ms?: number } = {
+        const q = args[0] as
+          | string
+          | { text?: string; values?: unknown[]; callback?: (...a: unknown[]) => void };
+        const st: { text: string; at: number; ms?: number; values?: unknown[] } = {
           text: typeof q === 'string' ? q : String(q?.text ?? ''),
           at: nowMs(),
+          ...(typeof q === 'object' && q?.values ? { values: q.values } : {}),
         };
         statements.push(st);
         // Its own time, start to result: Sequelize passes a callback, the store a Query
@@ -234,6 +245,36 @@ async function main(): Promise<void> {
       spanTotalMs: round(countedMs),
       aim: '≤ 2',
     });
+
+    if (EXPLAIN && eventInsert?.values) {
+      const client = new pg.Client({ connectionString: PG_URL });
+      await client.connect();
+      try {
+        await client.query('BEGIN');
+        await client.query(
+          `TRUNCATE "${schema}".outbox_deliveries, "${schema}".outbox_events CASCADE`,
+        );
+        const plan = await client.query({
+          text: `EXPLAIN (ANALYZE, BUFFERS) ${eventInsert.text}`,
+          values: eventInsert.values,
+        });
+        const lines = plan.rows.map((r: Record<string, string>) => r['QUERY PLAN'] ?? '');
+        const actual = (what: RegExp) => {
+          const line = lines.find((l) => what.test(l)) ?? '';
+          return Number(/actual time=[\d.]+\.\.([\d.]+)/.exec(line)?.[1] ?? Number.NaN);
+        };
+        emit({
+          bench: 'capture-bulk-explain',
+          rows: ROWS,
+          eventsInsertMs: actual(/Insert on outbox_events/),
+          deliveriesInsertMs: actual(/Insert on outbox_deliveries/),
+          executionMs: Number(/Execution Time: ([\d.]+)/.exec(lines.join('\n'))?.[1]),
+        });
+      } finally {
+        await client.query('ROLLBACK').catch(() => undefined);
+        await client.end();
+      }
+    }
 
     // 2. one create, 3. an uncaptured model's create with capture installed elsewhere
     const one = {
