@@ -41,10 +41,14 @@ const WRAPPED = Symbol.for('outboxkit.capture.wrapped');
 /** The attribute a PostgreSQL read names for `xmax <> 0`: the row version ON CONFLICT DO UPDATE wrote. */
 const XMAX = '__outboxkit_updated';
 
-/** What one outbox's capture does around a model's `increment` (which runs no hooks). */
+/**
+ * What one outbox's capture does around a model's `increment` (which runs no hooks).
+ * `returned`: the rows the statement's RETURNING gave (PostgreSQL, as raw column values),
+ * when it gave them; `before` is told whether it will.
+ */
 interface IncrementCapturer {
-  before(options: Options): Promise<void>;
-  after(fields: unknown, options: Options): Promise<void>;
+  before(options: Options, returning: boolean): Promise<void>;
+  after(fields: unknown, options: Options, returned: readonly Values[] | undefined): Promise<void>;
 }
 const incrementers = new WeakMap<object, IncrementCapturer[]>();
 function incrementCapturers(model: object): IncrementCapturer[] {
@@ -192,7 +196,7 @@ function wrapWrites(model: ModelClass, sequelize: Sequelize, only?: readonly str
     const unwrapped = model[method] as (...args: unknown[]) => Promise<unknown>;
     const original =
       method === 'increment'
-        ? capturingIncrement(model, unwrapped)
+        ? capturingIncrement(model, unwrapped, sequelize.getDialect() === 'postgres')
         : method === 'update' && sequelize.getDialect() === 'postgres'
           ? capturingUpdate(model, unwrapped)
           : unwrapped;
@@ -222,16 +226,40 @@ function wrapWrites(model: ModelClass, sequelize: Sequelize, only?: readonly str
 function capturingIncrement(
   model: ModelClass,
   original: (...args: unknown[]) => Promise<unknown>,
+  postgres: boolean,
 ): (...args: unknown[]) => Promise<unknown> {
   return async function increment(this: unknown, fields: unknown, given?: unknown) {
     const capturers = incrementCapturers(model);
     if (capturers.length === 0) return original.call(this, fields, given);
     const options = { ...((given ?? {}) as Options) };
-    for (const c of capturers) await c.before(options);
-    const result = await original.call(this, fields, options);
-    for (const c of capturers) await c.after(fields, options);
+    // PostgreSQL's increment is `UPDATE … RETURNING *` unless the caller says `returning: false`.
+    const returning = postgres && options.returning !== false;
+    for (const c of capturers) await c.before(options, returning);
+    const result = (await original.call(this, fields, options)) as unknown[];
+    const returned = returning ? returnedRows(model, result, options) : undefined;
+    for (const c of capturers) await c.after(fields, options, returned);
     return result;
   };
+}
+
+/**
+ * The rows a PostgreSQL increment's RETURNING gave, by attribute name: a static increment
+ * returns them (`[[rows, count]]`, raw columns); an instance's increment puts them on the
+ * instance. Another shape (a Sequelize that changed) fails the write rather than lose its
+ * events.
+ */
+function returnedRows(model: ModelClass, result: unknown[], options: Options): Values[] {
+  const instance = options.instance as Instance | undefined;
+  if (instance?.dataValues) return [instance.dataValues];
+  const first = result?.[0];
+  const rows = Array.isArray(first) ? first[0] : undefined;
+  if (!Array.isArray(rows)) {
+    throw new Error(
+      `capture(${model.name}): a PostgreSQL increment returned no rows (${JSON.stringify(result)?.slice(0, 80)}); pass returning: false to have capture read them instead`,
+    );
+  }
+  const columns = Object.entries(model.rawAttributes).map(([name, a]) => [name, a.field ?? name]);
+  return rows.map((row: Values) => Object.fromEntries(columns.map(([n, f]) => [n, row[f!]])));
 }
 
 /**
@@ -739,12 +767,26 @@ function addHooks(rt: Runtime, capture: ResolvedCapture, model: ModelClass): voi
   // increment / decrement run no hooks: the wrapped static increment (which instance
   // increment and both decrements go through) calls these around the statement.
   incrementCapturers(model).push({
-    before: async (options) =>
-      keep(readFirst, options, await readRows(options.where, options, true, true)),
-    after: async (fields, options) => {
-      const rows = take(readFirst, options) ?? [];
-      const after = await reread(rows, options);
+    before: async (options, returning) => {
+      // RETURNING gives the rows after; only a before-image needs them read first, locked.
+      if (returning && capture.payload !== 'beforeAndAfter') return;
+      keep(readFirst, options, await readRows(options.where, options, true, true));
+    },
+    after: async (fields, options, returned) => {
       const changed = withoutStamps(incrementedFields(model, fields));
+      const rows = take(readFirst, options) ?? [];
+      if (returned) {
+        const id = (v: Values) =>
+          model.primaryKeyAttributes.map((k) => String(v[k])).join('\u0000');
+        const first = new Map(rows.map((r) => [id(r.dataValues), r.dataValues]));
+        await write(
+          'updated',
+          returned.map((a) => ({ before: first.get(id(a)) ?? null, after: a, changed })),
+          options,
+        );
+        return;
+      }
+      const after = await reread(rows, options);
       const byIndex = rows.length === after.length;
       await write(
         'updated',
