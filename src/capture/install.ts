@@ -301,8 +301,8 @@ function capturingUpdate(
  * and savepoints nest: two interleaved would release each other), and on SQLite the
  * transactions the wrapper opens (one writer at a time: a second would fail SQLITE_BUSY).
  * Sequelize's many-to-many `setX`/`addX` start their through model's writes with
- * `Promise.all`. A write started inside another's run (an extension's own write, a hook's)
- * is not queued behind it.
+ * `Promise.all`. A write started inside another's run on the same transaction (an
+ * extension's own write, a hook's) is not queued behind it.
  */
 function inTransaction(
   sequelize: Sequelize,
@@ -330,14 +330,18 @@ function inTransaction(
 
 /** The last write queued per transaction (or per SQLite Sequelize). */
 const queues = new WeakMap<object, Promise<unknown>>();
-/** Whether the current async context is inside a queued write's run. */
-const insideRun = new AsyncLocalStorage<true>();
+/** The queues whose running write the current async context is inside. */
+const insideRun = new AsyncLocalStorage<ReadonlySet<object>>();
 
-/** Run `start` after the writes queued on `key` before it (none inside a queued run). */
+/**
+ * Run `start` after the writes queued on `key` before it — at once when called from inside
+ * the run of `key`'s current write (a write of that write's own would wait for itself).
+ */
 function oneAtATime<T>(key: object, start: () => Promise<T>): Promise<T> {
-  if (insideRun.getStore()) return start();
+  const inside = insideRun.getStore();
+  if (inside?.has(key)) return start();
   const before = queues.get(key);
-  const run = () => insideRun.run(true, start);
+  const run = () => insideRun.run(new Set([...(inside ?? []), key]), start);
   const result = before ? before.then(run, run) : run();
   const settled = result.then(
     () => undefined,
