@@ -82,7 +82,8 @@ for (const mode of MODES) {
       m.Customer.hasMany(m.Order, { foreignKey: fk('customerId'), onDelete: 'CASCADE' });
       m.Order.hasMany(m.Line, { foreignKey: fk('orderId'), onDelete: 'CASCADE', hooks: true });
       m.Order.hasMany(m.Note, { foreignKey: fk('orderId'), onDelete: 'CASCADE' });
-      m.Order.hasMany(m.Tag, { foreignKey: fk('orderId'), onDelete: 'SET NULL' });
+      // hooks: true does nothing for SET NULL (Sequelize cascades only deletes): the database does it.
+      m.Order.hasMany(m.Tag, { foreignKey: fk('orderId'), onDelete: 'SET NULL', hooks: true });
       m.Order.hasMany(m.Box, { foreignKey: fk('orderId'), onDelete: 'CASCADE' });
       m.Box.hasMany(m.Item, { foreignKey: fk('boxId'), onDelete: 'CASCADE' });
       m.Order.hasMany(m.SoftLine, {
