@@ -12,27 +12,23 @@
  * after its row is written undoes the write even when the caller catches the error and
  * goes on in its transaction. `increment`/`decrement` run no hooks: the wrapped static
  * `increment` captures them. Upserts (`upsert`, `bulkCreate` with `updateOnDuplicate` /
- * `ignoreDuplicates`) read the rows of their conflict keys (see ./conflict.ts).
+ * `ignoreDuplicates`) read the rows of their conflict keys (see ./conflict.ts). The
+ * transaction is ./transaction.ts; what a delete reaches through foreign keys,
+ * ./cascade-hooks.ts. On PostgreSQL a static `update` and `increment` take their rows
+ * from RETURNING.
  */
-import { AsyncLocalStorage } from 'node:async_hooks';
 import { literal, type Sequelize, type Transaction } from 'sequelize';
 import type { CaptureOperation, ResolvedCapture } from '../declare/capture.js';
 import { ConfigurationError } from '../errors/outbox-error.js';
-import { resolveTransaction } from '../fire/transaction.js';
 import type { Runtime } from '../runtime.js';
 import { runtimeOf } from '../runtime.js';
-import {
-  type CascadeEdge,
-  type CascadePlan,
-  type CascadeRead,
-  cascadeEdges,
-  reachingEdges,
-  readCascade,
-  unscoped,
-} from './cascade.js';
+import { unscoped } from './cascade.js';
+import { installCascades } from './cascade-hooks.js';
 import { bulkConflictKey, keyText, keyWhere, upsertConflictKey } from './conflict.js';
 import { changeOf } from './envelope.js';
 import type { Instance, ModelClass, Values } from './sequelize-model.js';
+import { bulk } from './statements.js';
+import { inTransaction } from './transaction.js';
 import { writeChanges } from './write.js';
 
 type Options = Record<string, unknown> & { transaction?: Transaction | null };
@@ -104,10 +100,6 @@ function incrementedFields(model: ModelClass, fields: unknown): string[] {
   );
 }
 
-/** Transactions (and savepoints) opened by a wrapper: a write inside one opens no other. */
-const owned = new WeakSet<object>();
-/** The options of a bulk statement: its per-row hooks are not captured twice. */
-const bulk = new WeakSet<object>();
 /** Rows read before a bulk statement (by its options object), per outbox. */
 const readFirst = new WeakMap<object, Map<Runtime, Instance[]>>();
 /** An instance's values before a destroy/restore (which resets them before its after hook). */
@@ -149,7 +141,7 @@ export function installCapture(outbox: object, sequelize?: Sequelize): void {
     wrapWrites(model, on);
     addHooks(rt, capture, model);
   }
-  installCascades(rt, on);
+  installCascades(rt, on, (parent) => wrapWrites(parent, on, ['destroy']));
 }
 
 const installed = new WeakMap<Runtime, WeakSet<object>>();
@@ -290,227 +282,6 @@ function capturingUpdate(
     for (const c of capturers) await c.after(call, values, rows, options);
     return options.returning || options.individualHooks ? result : [result[0]];
   };
-}
-
-/**
- * A write that runs in a transaction of its own when given none, and in a savepoint of the
- * one it is given (or CLS carries): the row and its events commit or roll back together.
- *
- * Writes started together are run one after the other where they would share what cannot
- * be shared: the savepoints of one transaction (a connection runs one statement at a time,
- * and savepoints nest: two interleaved would release each other), and on SQLite the
- * transactions the wrapper opens (one writer at a time: a second would fail SQLITE_BUSY).
- * Sequelize's many-to-many `setX`/`addX` start their through model's writes with
- * `Promise.all`. A write started inside another's run on the same transaction (an
- * extension's own write, a hook's) is not queued behind it.
- */
-function inTransaction(
-  sequelize: Sequelize,
-  original: (...args: unknown[]) => Promise<unknown>,
-  at: number,
-): (...args: unknown[]) => Promise<unknown> {
-  const sqlite = sequelize.getDialect() === 'sqlite';
-  return function captured(this: unknown, ...args: unknown[]) {
-    const options = (args[at] ?? {}) as Options;
-    const given = resolveTransaction(sequelize, options.transaction ?? undefined);
-    if (given && owned.has(given)) return original.apply(this, args);
-    const run = async (t: Transaction) => {
-      owned.add(t);
-      const call = [...args];
-      while (call.length < at) call.push(undefined);
-      call[at] = { ...options, transaction: t };
-      return original.apply(this, call);
-    };
-    const start = () =>
-      given ? sequelize.transaction({ transaction: given }, run) : sequelize.transaction(run);
-    const queue = given ?? (sqlite ? sequelize : undefined);
-    return queue ? oneAtATime(queue, start) : start();
-  };
-}
-
-/** The last write queued per transaction (or per SQLite Sequelize). */
-const queues = new WeakMap<object, Promise<unknown>>();
-/** The queues whose running write the current async context is inside. */
-const insideRun = new AsyncLocalStorage<ReadonlySet<object>>();
-
-/**
- * Run `start` after the writes queued on `key` before it — at once when called from inside
- * the run of `key`'s current write (a write of that write's own would wait for itself).
- */
-function oneAtATime<T>(key: object, start: () => Promise<T>): Promise<T> {
-  const inside = insideRun.getStore();
-  if (inside?.has(key)) return start();
-  const before = queues.get(key);
-  const run = () => insideRun.run(new Set([...(inside ?? []), key]), start);
-  const result = before ? before.then(run, run) : run();
-  const settled = result.then(
-    () => undefined,
-    () => undefined,
-  );
-  queues.set(key, settled);
-  void settled.then(() => {
-    if (queues.get(key) === settled) queues.delete(key);
-  });
-  return result;
-}
-
-// ---------------------------------------------------------------- cascades
-
-const cascadesInstalled = new WeakMap<Runtime, WeakSet<object>>();
-/** The rows a delete reaches, read before it (by its options object), per outbox. */
-const cascadePlans = new WeakMap<object, Map<Runtime, CascadePlan>>();
-
-/**
- * Hooks on every model whose deletes reach a captured model through the database's own
- * `ON DELETE CASCADE` / `SET NULL` / `SET DEFAULT` (see ./cascade.ts): the rows reached
- * are read before the delete and captured after it, in its transaction. The models and
- * their associations must be defined before `installCapture`.
- */
-function installCascades(rt: Runtime, sequelize: Sequelize): void {
-  const captures = new Map<ModelClass, ResolvedCapture>(
-    rt.config.captures.map((c) => [c.model as unknown as ModelClass, c]),
-  );
-  const models = Object.values(
-    (sequelize as unknown as { models: Record<string, ModelClass> }).models,
-  );
-  const edges = reachingEdges(cascadeEdges(models), (m) => captures.has(m));
-  let done = cascadesInstalled.get(rt);
-  if (!done) {
-    done = new WeakSet();
-    cascadesInstalled.set(rt, done);
-  }
-  for (const parent of edges.keys()) {
-    if (done.has(parent)) continue;
-    done.add(parent);
-    wrapWrites(parent, sequelize, ['destroy']);
-    addCascadeHooks(rt, parent, edges, captures);
-  }
-}
-
-function addCascadeHooks(
-  rt: Runtime,
-  parent: ModelClass,
-  edges: ReadonlyMap<ModelClass, readonly CascadeEdge[]>,
-  captures: ReadonlyMap<ModelClass, ResolvedCapture>,
-): void {
-  const name = `outboxkit:cascade:${rt.processId}`;
-  const postgres = rt.sequelize.getDialect() === 'postgres';
-  const paranoid = parent._timestampAttributes.deletedAt !== undefined;
-  const needed = [
-    ...new Set([...parent.primaryKeyAttributes, ...(edges.get(parent) ?? []).map((e) => e.key)]),
-  ];
-  const readOf = (options: Options, hooksRun: boolean): CascadeRead => ({
-    edgesFrom: (m) => edges.get(m) ?? [],
-    captureOf: (m) => {
-      const c = captures.get(m);
-      return c && { keysOnly: c.payload === 'keys' };
-    },
-    lock: postgres,
-    transaction: options.transaction,
-    logging: options.logging,
-    hooksRun,
-    force: Boolean(options.force),
-  });
-  const readRoots = (where: unknown, options: Options): Promise<Instance[]> =>
-    unscoped(parent).findAll({
-      where,
-      attributes: needed,
-      paranoid: false,
-      transaction: options.transaction,
-      ...(postgres && options.transaction ? { lock: 'UPDATE' } : {}),
-      logging: options.logging,
-    });
-  const keep = (options: Options, plan: CascadePlan) => {
-    let map = cascadePlans.get(options);
-    if (!map) {
-      map = new Map();
-      cascadePlans.set(options, map);
-    }
-    map.set(rt, plan);
-  };
-  const write = async (options: Options) => {
-    const plan = cascadePlans.get(options)?.get(rt);
-    if (plan) await writeCascade(rt, plan, captures, options);
-  };
-  const hook = (type: string, fn: (...args: never[]) => unknown) => parent.addHook(type, name, fn);
-  hook('beforeDestroy', (async (instance: Instance, options: Options) => {
-    if (bulk.has(options) || (paranoid && !options.force)) return; // a soft delete cascades nothing
-    let roots: Values[] = [instance.dataValues];
-    if (postgres && options.transaction) {
-      // Lock the parent row: no child is inserted under it between the reads and the DELETE.
-      const where = Object.fromEntries(
-        parent.primaryKeyAttributes.map((k) => [k, instance.dataValues[k]]),
-      );
-      roots = (await readRoots(where, options)).map((r) => r.dataValues);
-    }
-    keep(options, await readCascade(parent, roots, readOf(options, true)));
-  }) as never);
-  hook('beforeBulkDestroy', (async (options: Options) => {
-    bulk.add(options); // its per-row hooks (individualHooks) cascade nothing of their own
-    if (paranoid && !options.force) return;
-    const roots = (await readRoots(options.where, options)).map((r) => r.dataValues);
-    keep(options, await readCascade(parent, roots, readOf(options, false)));
-  }) as never);
-  hook('afterDestroy', ((_: Instance, options: Options) =>
-    bulk.has(options) ? undefined : write(options)) as never);
-  hook('afterBulkDestroy', ((options: Options) => write(options)) as never);
-}
-
-/** The events of the rows a delete reached: one fire per model (and per SET NULL key). */
-async function writeCascade(
-  rt: Runtime,
-  plan: CascadePlan,
-  captures: ReadonlyMap<ModelClass, ResolvedCapture>,
-  options: Options,
-): Promise<void> {
-  const at = rt.clock();
-  for (const [model, rows] of plan.deleted) {
-    const capture = captures.get(model);
-    if (!capture?.operations.has('deleted')) continue;
-    const changes = rows.map((r) => changeOf(capture, 'deleted', { before: r.dataValues }, at));
-    await writeChanges(rt, capture, changes, options.transaction);
-  }
-  for (const { edge, rows } of plan.updated) {
-    const capture = captures.get(edge.child);
-    if (!capture || rows.length === 0 || !capture.operations.has('updated')) continue;
-    const child = edge.child;
-    const id = (v: Values) => child.primaryKeyAttributes.map((k) => String(v[k])).join('\u0000');
-    let after = new Map<string, Values>();
-    if (capture.payload === 'keys') {
-      after = new Map(rows.map((r) => [id(r.dataValues), r.dataValues]));
-    } else {
-      // The values the database set (NULL, or the column's DEFAULT), read back by key.
-      const [key] = child.primaryKeyAttributes;
-      const where =
-        child.primaryKeyAttributes.length === 1 && key
-          ? { [key]: rows.map((r) => r.dataValues[key]) }
-          : {
-              [Symbol.for('or')]: rows.map((r) =>
-                Object.fromEntries(child.primaryKeyAttributes.map((k) => [k, r.dataValues[k]])),
-              ),
-            };
-      const fresh = await unscoped(child).findAll({
-        where,
-        paranoid: false,
-        transaction: options.transaction,
-        logging: options.logging,
-      });
-      after = new Map(fresh.map((r) => [id(r.dataValues), r.dataValues]));
-    }
-    const changes = rows.map((r) =>
-      changeOf(
-        capture,
-        'updated',
-        {
-          before: r.dataValues,
-          after: after.get(id(r.dataValues)) ?? null,
-          changed: [edge.foreignKey],
-        },
-        at,
-      ),
-    );
-    await writeChanges(rt, capture, changes, options.transaction);
-  }
 }
 
 // ---------------------------------------------------------------- hooks
