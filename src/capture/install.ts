@@ -57,31 +57,45 @@ function incrementCapturers(model: object): IncrementCapturer[] {
 }
 
 /**
- * A static `update` on PostgreSQL, run with `returning: true`: the rows its RETURNING gives
- * are the rows it wrote, so no read is needed after it (nor before it but for
- * `beforeAndAfter`). The object rides in the options (Sequelize's clone of them keeps it by
- * reference), so the hooks of this call find it.
+ * The static statements that take their rows from RETURNING on PostgreSQL: `update`, and
+ * the UPDATEs of a soft `destroy` and of `restore` (a hard DELETE has none in Sequelize).
  */
-class UpdateCall {
+type ReturningKind = 'update' | 'destroy' | 'restore';
+
+/**
+ * One such statement, run with `returning: true`: the rows its RETURNING gives are the
+ * rows it wrote, so no read is needed after it (nor before it but for `beforeAndAfter`).
+ * The object rides in the options (Sequelize's clone of them keeps it by reference), so
+ * the hooks of this call find it.
+ */
+class ReturningCall {
   /** Rows read before the statement (`beforeAndAfter`), per outbox. */
   readonly readFirst = new Map<Runtime, Instance[]>();
 }
-const UPDATE_CALL = Symbol('outboxkit.capture.update');
-/** What one outbox's capture does after a static update that returned its rows. */
-interface UpdateCapturer {
+const RETURNING_CALL = Symbol('outboxkit.capture.returning');
+const callOf = (options: Options): ReturningCall | undefined =>
+  (options as Record<symbol, unknown>)[RETURNING_CALL] as ReturningCall | undefined;
+
+/** What one outbox's capture does after such a statement returned its rows. */
+interface ReturningCapturer {
   after(
-    call: UpdateCall,
+    call: ReturningCall,
     values: unknown,
     rows: readonly Instance[],
     options: Options,
   ): Promise<void>;
 }
-const updaters = new WeakMap<object, UpdateCapturer[]>();
-function updateCapturers(model: object): UpdateCapturer[] {
-  let list = updaters.get(model);
+const returningCapturers = new Map<ReturningKind, WeakMap<object, ReturningCapturer[]>>();
+function returningCapturersOf(kind: ReturningKind, model: object): ReturningCapturer[] {
+  let byModel = returningCapturers.get(kind);
+  if (!byModel) {
+    byModel = new WeakMap();
+    returningCapturers.set(kind, byModel);
+  }
+  let list = byModel.get(model);
   if (!list) {
     list = [];
-    updaters.set(model, list);
+    byModel.set(model, list);
   }
   return list;
 }
@@ -189,8 +203,9 @@ function wrapWrites(model: ModelClass, sequelize: Sequelize, only?: readonly str
     const original =
       method === 'increment'
         ? capturingIncrement(model, unwrapped, sequelize.getDialect() === 'postgres')
-        : method === 'update' && sequelize.getDialect() === 'postgres'
-          ? capturingUpdate(model, unwrapped)
+        : (method === 'update' || method === 'destroy' || method === 'restore') &&
+            sequelize.getDialect() === 'postgres'
+          ? capturingReturning(method, model, unwrapped)
           : unwrapped;
     Object.defineProperty(model, method, {
       configurable: true,
@@ -255,32 +270,46 @@ function returnedRows(model: ModelClass, result: unknown[], options: Options): V
 }
 
 /**
- * `Model.update` on PostgreSQL with each outbox's capture after it: run with `returning:
- * true` (`RETURNING *`), its rows are the `after` images, so the statement costs no read
- * after it (the reference: "`QuerySet.update()`: RETURNING of the keys / of the fields").
- * The caller's result keeps its shape: `[count]` unless it asked for the rows (or ran
- * individual hooks, which return them). A caller naming its own `returning` attributes
- * gets the hooks' way (rows read by key after the statement).
+ * `Model.update`, a soft `Model.destroy` and `Model.restore` on PostgreSQL with each
+ * outbox's capture after them: run with `returning: true` (`RETURNING *`), their rows are
+ * the `after` images, so the statement costs no read after it (the reference:
+ * "`QuerySet.update()`: RETURNING of the keys / of the fields"). The caller's result keeps
+ * its shape — `update`'s `[count]` (its rows with individual hooks), `destroy`'s and
+ * `restore`'s count — unless it asked for the rows. A caller naming its own `returning`
+ * attributes, and a hard delete, go the hooks' way (rows read first, re-read by key).
  */
-function capturingUpdate(
+function capturingReturning(
+  kind: ReturningKind,
   model: ModelClass,
   original: (...args: unknown[]) => Promise<unknown>,
 ): (...args: unknown[]) => Promise<unknown> {
-  return async function update(this: unknown, values: unknown, given?: unknown) {
-    const capturers = updaters.get(model);
-    const options = (given ?? {}) as Options;
-    if (!capturers?.length || Array.isArray(options.returning)) {
-      return original.call(this, values, given);
+  const at = kind === 'update' ? 1 : 0;
+  const paranoid = model._timestampAttributes.deletedAt !== undefined;
+  return async function returning(this: unknown, ...args: unknown[]) {
+    const capturers = returningCapturers.get(kind)?.get(model);
+    const options = (args[at] ?? {}) as Options;
+    const byReturning =
+      capturers !== undefined &&
+      capturers.length > 0 &&
+      !Array.isArray(options.returning) &&
+      (kind !== 'destroy' || (paranoid && !options.force));
+    if (!byReturning) return original.apply(this, args);
+    const call = new ReturningCall();
+    const callArgs = [...args];
+    while (callArgs.length < at) callArgs.push(undefined);
+    callArgs[at] = { ...options, returning: true, [RETURNING_CALL]: call };
+    const result = await original.apply(this, callArgs);
+    const rows = kind === 'update' ? ((result as [number, Instance[]?])[1] ?? []) : result;
+    if (!Array.isArray(rows)) {
+      throw new Error(
+        `capture(${model.name}): a PostgreSQL ${kind} with returning: true gave no rows; pass your own returning list to have capture read them instead`,
+      );
     }
-    const call = new UpdateCall();
-    const result = (await original.call(this, values, {
-      ...options,
-      returning: true,
-      [UPDATE_CALL]: call,
-    })) as [number, Instance[]?];
-    const rows = result[1] ?? [];
-    for (const c of capturers) await c.after(call, values, rows, options);
-    return options.returning || options.individualHooks ? result : [result[0]];
+    for (const c of capturers)
+      await c.after(call, kind === 'update' ? args[0] : undefined, rows, options);
+    if (options.returning) return result;
+    if (kind === 'update') return options.individualHooks ? result : [(result as unknown[])[0]];
+    return rows.length;
   };
 }
 
@@ -575,27 +604,28 @@ function addHooks(rt: Runtime, capture: ResolvedCapture, model: ModelClass): voi
     },
   });
 
-  // static update / destroy / restore: the rows read first (locked on PostgreSQL)
-  const before = ((options: Options) => {
+  // static update / destroy / restore: the rows read first (locked on PostgreSQL) and
+  // re-read by key after — except where capturingReturning runs the statement: its
+  // RETURNING gives the rows after, and only a before-image needs them read first.
+  const readFirstFor = (options: Options) => {
     bulk.add(options);
-    return readRows(options.where, options, true).then((rows) => keep(readFirst, options, rows));
-  }) as never;
-  hook('beforeBulkUpdate', ((options: Options) => {
-    bulk.add(options);
-    const call = (options as Record<symbol, unknown>)[UPDATE_CALL] as UpdateCall | undefined;
+    const call = callOf(options);
     if (!call) {
       return readRows(options.where, options, true).then((rows) => keep(readFirst, options, rows));
     }
-    // RETURNING gives the rows after; only a before-image needs them read first, locked.
     if (capture.payload !== 'beforeAndAfter') return undefined;
     return readRows(options.where, options, true).then((rows) => call.readFirst.set(rt, rows));
-  }) as never);
-  updateCapturers(model).push({
-    after: (call, values, rows, options) => {
+  };
+  hook('beforeBulkUpdate', readFirstFor as never);
+  hook('beforeBulkDestroy', readFirstFor as never);
+  hook('beforeBulkRestore', readFirstFor as never);
+  const fromReturning =
+    (changedOf: (values: unknown) => string[] | null): ReturningCapturer['after'] =>
+    (call, values, rows, options) => {
       const id = (r: Instance) =>
         model.primaryKeyAttributes.map((k) => String(r.dataValues[k])).join('\u0000');
       const first = new Map((call.readFirst.get(rt) ?? []).map((r) => [id(r), r]));
-      const changed = withoutStamps(Object.keys((values as Values | undefined) ?? {}));
+      const changed = changedOf(values);
       return (
         write(
           'updated',
@@ -607,12 +637,18 @@ function addHooks(rt: Runtime, capture: ResolvedCapture, model: ModelClass): voi
           options,
         ) ?? Promise.resolve()
       );
-    },
+    };
+  returningCapturersOf('update', model).push({
+    after: fromReturning((values) =>
+      withoutStamps(Object.keys((values as Values | undefined) ?? {})),
+    ),
   });
-  hook('beforeBulkDestroy', before);
-  hook('beforeBulkRestore', before);
+  if (paranoid) {
+    returningCapturersOf('destroy', model).push({ after: fromReturning(() => [ts.deletedAt!]) });
+    returningCapturersOf('restore', model).push({ after: fromReturning(() => [ts.deletedAt!]) });
+  }
   hook('afterBulkUpdate', (async (options: Options) => {
-    if ((options as Record<symbol, unknown>)[UPDATE_CALL]) return undefined; // written by capturingUpdate
+    if (callOf(options)) return undefined; // written by capturingReturning
     const rows = take(readFirst, options) ?? [];
     const after = await reread(rows, options);
     const changed = withoutStamps(Object.keys((options.attributes as Values) ?? {}));
@@ -628,6 +664,7 @@ function addHooks(rt: Runtime, capture: ResolvedCapture, model: ModelClass): voi
     );
   }) as never);
   hook('afterBulkDestroy', (async (options: Options) => {
+    if (callOf(options)) return undefined; // a soft delete, written by capturingReturning
     const rows = take(readFirst, options) ?? [];
     if (paranoid && !options.force) {
       const after = await reread(rows, options);
@@ -648,6 +685,7 @@ function addHooks(rt: Runtime, capture: ResolvedCapture, model: ModelClass): voi
     );
   }) as never);
   hook('afterBulkRestore', (async (options: Options) => {
+    if (callOf(options)) return undefined; // written by capturingReturning
     const rows = take(readFirst, options) ?? [];
     const after = await reread(rows, options);
     return write(

@@ -332,6 +332,50 @@ for (const mode of MODES) {
       }
     });
 
+    it("a static soft delete and restore cost their RETURNING on PostgreSQL (a read first only for beforeAndAfter), returning Sequelize's count", async () => {
+      const [a, b] = await Loan.bulkCreate([{ status: 'soft' }, { status: 'soft' }]);
+      await markLog(outbox);
+      const results: unknown[] = [];
+      const statements = await capturingStatements(db.sequelize, async () => {
+        results.push(await Loan.destroy({ where: { status: 'soft' } }));
+        results.push(await Loan.restore({ where: { status: 'soft' } }));
+      });
+      expect(results).toEqual([2, 2]);
+      const reads = statements.filter((s) => /SELECT/i.test(s) && s.includes(`loans_${lower}`));
+      if (dialect.name === 'postgres') {
+        expect(reads.length).toBe(mode === 'beforeAndAfter' ? 2 : 0);
+        expect(statements.filter((s) => /UPDATE .* RETURNING "id"/.test(s)).length).toBe(2);
+      } else {
+        expect(reads.length).toBe(mode === 'keys' ? 2 : 4);
+      }
+      const log = await logOf(outbox);
+      const ids = [a!.get('id'), b!.get('id')];
+      const sorted = (xs: typeof log) =>
+        [...xs].sort((x, y) => Number(x.payload.pk) - Number(y.payload.pk));
+      const [deletes, restores] = [sorted(log.slice(0, 2)), sorted(log.slice(2))];
+      for (const batch of [deletes, restores]) {
+        expect(batch.map((e) => [e.topic, e.payload.pk, e.payload.changed])).toEqual(
+          ids.map((id) => [l('updated'), id, ['deletedAt']]),
+        );
+      }
+      if (mode !== 'keys') {
+        expect(deletes.map((e) => (e.payload.after as { deletedAt: unknown }).deletedAt)).toEqual([
+          expect.any(String),
+          expect.any(String),
+        ]);
+        expect(restores.map((e) => (e.payload.after as { deletedAt: unknown }).deletedAt)).toEqual([
+          null,
+          null,
+        ]);
+      }
+      if (mode === 'beforeAndAfter') {
+        expect(deletes.map((e) => (e.payload.before as { deletedAt: unknown }).deletedAt)).toEqual([
+          null,
+          null,
+        ]);
+      }
+    });
+
     it('static destroy writes deleted events (paranoid: updated, force: deleted) and static restore updated ones', async () => {
       const order = await Order.create({ status: 'bye', fee: '1.00' });
       const loan = await Loan.create({ status: 'lent' });
