@@ -226,9 +226,11 @@ function wrapWrites(model: ModelClass, sequelize: Sequelize, only?: readonly str
 
 /**
  * `Model.increment` with each outbox's capture around it: Sequelize runs no hook for an
- * increment, so the wrapper reads the matched rows first (locked on PostgreSQL) and writes
- * their events after the statement, in its transaction. Instance `increment` and both
- * `decrement`s call the static `increment`, so each is captured once, here.
+ * increment, so the wrapper writes the events after the statement, in its transaction. On
+ * PostgreSQL the statement's RETURNING gives the rows (read first, locked, only for
+ * `beforeAndAfter`); on SQLite, or with `returning: false`, they are read first and re-read
+ * by key. Instance `increment` and both `decrement`s call the static `increment`, so each
+ * is captured once, here.
  */
 function capturingIncrement(
   model: ModelClass,
@@ -261,8 +263,9 @@ function returnedRows(model: ModelClass, result: unknown[], options: Options): V
   const first = result?.[0];
   const rows = Array.isArray(first) ? first[0] : undefined;
   if (!Array.isArray(rows)) {
-    throw new Error(
-      `capture(${model.name}): a PostgreSQL increment returned no rows (${JSON.stringify(result)?.slice(0, 80)}); pass returning: false to have capture read them instead`,
+    throw new ConfigurationError(
+      `capture(${model.name}): a PostgreSQL increment returned no rows (${JSON.stringify(result)?.slice(0, 80)}); this Sequelize answers otherwise than 6.37 — pass returning: false to have capture read the rows instead`,
+      { path: `capture(${model.name})` },
     );
   }
   const columns = Object.entries(model.rawAttributes).map(([name, a]) => [name, a.field ?? name]);
@@ -301,8 +304,9 @@ function capturingReturning(
     const result = await original.apply(this, callArgs);
     const rows = kind === 'update' ? ((result as [number, Instance[]?])[1] ?? []) : result;
     if (!Array.isArray(rows)) {
-      throw new Error(
-        `capture(${model.name}): a PostgreSQL ${kind} with returning: true gave no rows; pass your own returning list to have capture read them instead`,
+      throw new ConfigurationError(
+        `capture(${model.name}): a PostgreSQL ${kind} with returning: true gave no rows; this Sequelize answers otherwise than 6.37 — pass your own returning list to have capture read the rows instead`,
+        { path: `capture(${model.name})` },
       );
     }
     for (const c of capturers)
