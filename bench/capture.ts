@@ -12,6 +12,8 @@
  *   Every statement of one captured `bulkCreate` is counted (bounded: not one per row)
  *   and timed: the row INSERT, the events' INSERT, and what is left (capture's and
  *   `fire()`'s JavaScript, BEGIN/COMMIT).
+ * - `capture-update`: `Model.update` of `--rows` rows, captured (payload `after`) against
+ *   uncaptured (no aim of its own: it shows what RETURNING spares — no read of the rows).
  * - `capture-create`: one captured `create` against one uncaptured. Aim: ratio ≤ 1.3.
  *   Also the hand-written `create` + `fire()` in the same transaction.
  * - `capture-elsewhere`: an uncaptured model's `create` on the Sequelize where capture is
@@ -31,6 +33,7 @@ import pg from 'pg';
 import {
   DataTypes,
   type ModelStatic,
+  Op,
   type Sequelize,
   type Model as SequelizeModel,
 } from 'sequelize';
@@ -275,6 +278,32 @@ async function main(): Promise<void> {
         await client.end();
       }
     }
+
+    // 1b. Model.update of --rows rows: on PostgreSQL its RETURNING gives the rows after
+    // (payload `after`: no read before or after the statement).
+    const upd: Record<'captured' | 'uncaptured', number[]> = { captured: [], uncaptured: [] };
+    for (let round_ = 0; round_ <= ROUNDS; round_++) {
+      const order =
+        round_ % 2 ? (['uncaptured', 'captured'] as const) : (['captured', 'uncaptured'] as const);
+      for (const which of order) {
+        const model = which === 'captured' ? Captured : Uncaptured;
+        const ms = await timed(sequelize, (transaction) =>
+          model.update({ status: `paid${round_}` }, {
+            where: { id: { [Op.lte]: ROWS } },
+            transaction,
+          } as never),
+        );
+        if (round_ > 0) upd[which].push(ms);
+      }
+    }
+    emit({
+      bench: 'capture-update',
+      rows: ROWS,
+      rounds: ROUNDS,
+      capturedMs: round(median(upd.captured)),
+      uncapturedMs: round(median(upd.uncaptured)),
+      ratio: round(median(upd.captured) / median(upd.uncaptured)),
+    });
 
     // 2. one create, 3. an uncaptured model's create with capture installed elsewhere
     const one = {

@@ -268,8 +268,18 @@ function returnedRows(model: ModelClass, result: unknown[], options: Options): V
       { path: `capture(${model.name})` },
     );
   }
+  return byAttribute(model, rows as Values[]);
+}
+
+/**
+ * Raw rows by attribute name: an increment's `RETURNING *` names the columns, an update's
+ * RETURNING aliases them to their attributes (`"hit_count" AS "hits"`).
+ */
+function byAttribute(model: ModelClass, rows: readonly Values[]): Values[] {
   const columns = Object.entries(model.rawAttributes).map(([name, a]) => [name, a.field ?? name]);
-  return rows.map((row: Values) => Object.fromEntries(columns.map(([n, f]) => [n, row[f!]])));
+  return rows.map((row) =>
+    Object.fromEntries(columns.map(([n, f]) => [n, Object.hasOwn(row, n!) ? row[n!] : row[f!]])),
+  );
 }
 
 /**
@@ -300,17 +310,31 @@ function capturingReturning(
     const call = new ReturningCall();
     const callArgs = [...args];
     while (callArgs.length < at) callArgs.push(undefined);
-    callArgs[at] = { ...options, returning: true, [RETURNING_CALL]: call };
+    // Rows nobody but capture reads come back raw (no instance built per row), by column.
+    const raw = !options.returning && !options.individualHooks;
+    callArgs[at] = {
+      ...options,
+      returning: true,
+      ...(raw ? { raw: true } : {}),
+      [RETURNING_CALL]: call,
+    };
     const result = await original.apply(this, callArgs);
-    const rows = kind === 'update' ? ((result as [number, Instance[]?])[1] ?? []) : result;
-    if (!Array.isArray(rows)) {
+    const returned = kind === 'update' ? ((result as [number, unknown[]?])[1] ?? []) : result;
+    if (!Array.isArray(returned)) {
       throw new ConfigurationError(
         `capture(${model.name}): a PostgreSQL ${kind} with returning: true gave no rows; this Sequelize answers otherwise than 6.37 — pass your own returning list to have capture read the rows instead`,
         { path: `capture(${model.name})` },
       );
     }
-    for (const c of capturers)
+    const rows: Instance[] = raw
+      ? byAttribute(model, returned as Values[]).map((v) => ({
+          dataValues: v,
+          _previousDataValues: v,
+        }))
+      : (returned as Instance[]);
+    for (const c of capturers) {
       await c.after(call, kind === 'update' ? args[0] : undefined, rows, options);
+    }
     if (options.returning) return result;
     if (kind === 'update') return options.individualHooks ? result : [(result as unknown[])[0]];
     return rows.length;

@@ -228,6 +228,12 @@ for (const mode of MODES) {
           c(c1!.get('id'), 11),
         ]);
       }
+      // A static update's RETURNING rows (raw, by column) are read back by attribute too.
+      await markLog(outbox);
+      expect(await Counter.update({ hits: 100 }, { where: { id: c2!.get('id') } })).toEqual([1]);
+      const [updated] = await logOf(outbox);
+      expect(updated!.payload.changed).toEqual(['hits']);
+      if (mode !== 'keys') expect(updated!.payload.after).toEqual(c(c2!.get('id'), 100));
     });
 
     it('an increment whose event fails leaves the row as it was', async () => {
