@@ -5,13 +5,26 @@
  *
  * - `capture-bulk`: `bulkCreate` of `--rows` rows of a captured model (payload `after`,
  *   one durable receiver, so one event and one delivery row per row) against the same
- *   `bulkCreate` of an uncaptured model with the same columns; the statements writing to
- *   the events table are counted (bounded: not one per row). Aim: ratio ≤ 2.
+ *   `bulkCreate` of an uncaptured model with the same columns. Aim: ratio ≤ 2. Also timed,
+ *   interleaved with them: the hand-written equivalent (`handWrittenMs`: the uncaptured
+ *   `bulkCreate`, then `fireMany` of the same envelopes in its transaction) — the floor
+ *   capture cannot go under, since the events' own statement is most of the cost.
+ *   Every statement of one captured `bulkCreate` is counted (bounded: not one per row)
+ *   and timed: the row INSERT, the events' INSERT, and what is left (capture's and
+ *   `fire()`'s JavaScript, BEGIN/COMMIT).
+ * - `capture-update`: `Model.update` of `--rows` rows, captured (payload `after`) against
+ *   uncaptured (no aim of its own: it shows what RETURNING spares — no read of the rows).
  * - `capture-create`: one captured `create` against one uncaptured. Aim: ratio ≤ 1.3.
+ *   Also the hand-written `create` + `fire()` in the same transaction.
  * - `capture-elsewhere`: an uncaptured model's `create` on the Sequelize where capture is
  *   installed (on another model) against the same on a Sequelize with none. Aim: ≈ 1.
  *
- *   npx tsx bench/capture.ts [--rows 10000] [--rounds 5] [--iterations 300]
+ *   npx tsx bench/capture.ts [--rows 10000] [--rounds 5] [--iterations 300] [--explain]
+ *
+ * `--explain` runs the events' statement of the counted `bulkCreate` again under
+ * `EXPLAIN (ANALYZE, BUFFERS)` (in a transaction rolled back, the outbox tables emptied
+ * in it first) and prints where the server spent its time: the events' INSERT, the
+ * delivery rows' INSERT (their indexes and foreign key), the whole.
  *
  * Prints one JSON line per figure (with `load1m`: read it above ~1.5 as noise).
  */
@@ -20,13 +33,16 @@ import pg from 'pg';
 import {
   DataTypes,
   type ModelStatic,
+  Op,
   type Sequelize,
   type Model as SequelizeModel,
 } from 'sequelize';
+import { z } from 'zod';
 import {
   capture,
   createOutbox,
   defineOutbox,
+  event,
   installCapture,
   receiver,
   silentLogger,
@@ -38,6 +54,7 @@ import {
   note,
   nowMs,
   openSequelize,
+  PG_URL,
   quantile,
   round,
 } from './common.js';
@@ -49,6 +66,8 @@ function arg(name: string, fallback: number): number {
 const ROWS = arg('rows', 10_000);
 const ROUNDS = arg('rounds', 5);
 const ITERATIONS = arg('iterations', 300);
+/** `--explain`: also EXPLAIN ANALYZE the events' statement of the counted bulkCreate. */
+const EXPLAIN = process.argv.includes('--explain');
 
 type AnyModel = ModelStatic<SequelizeModel>;
 const COLUMNS = {
@@ -77,11 +96,21 @@ async function main(): Promise<void> {
     const Elsewhere = define(sequelize, 'Elsewhere', 'elsewhere_rows', schema);
     const ElsewhereBare = define(bare, 'Elsewhere', 'elsewhere_rows', schema);
     await Promise.all([Captured.sync(), Uncaptured.sync(), Elsewhere.sync()]);
+    // The hand-written equivalent: an event of the same envelope, fired by the caller.
+    const envelope = z.object({
+      model: z.string(),
+      operation: z.string(),
+      pk: z.number(),
+      changed: z.null(),
+      after: z.record(z.string(), z.unknown()),
+      occurred_at: z.string(),
+    });
     const config = defineOutbox({
-      events: {},
+      events: { 'bench.uncaptured.inserted': event({ schema: envelope }) },
       capture: [capture(Captured, { app: 'bench', payload: 'after' })],
       receivers: {
         'bench.audit': receiver('bench.captured.inserted', { deliver: async () => {} }),
+        'bench.audit-by-hand': receiver('bench.uncaptured.inserted', { deliver: async () => {} }),
       },
     });
     const outbox = createOutbox(config, { sequelize, schema, logger: silentLogger });
@@ -95,72 +124,212 @@ async function main(): Promise<void> {
       await s.transaction((transaction) => work(transaction));
       return nowMs() - t0;
     };
+    /** The events a hand-written outbox fires for inserted rows: capture's envelope. */
+    const byHand = (made: SequelizeModel[]) =>
+      made.map((r) => {
+        const v = r.get({ plain: true }) as Record<string, unknown>;
+        const at = new Date().toISOString();
+        const after = {
+          ...v,
+          createdAt: (v.createdAt as Date).toISOString(),
+          updatedAt: (v.updatedAt as Date).toISOString(),
+        };
+        return {
+          name: 'bench.uncaptured.inserted' as const,
+          payload: {
+            model: 'bench.Uncaptured',
+            operation: 'inserted',
+            pk: v.id as number,
+            changed: null,
+            after,
+            occurred_at: at,
+          },
+          orderingKey: `bench.Uncaptured:${v.id}`,
+        };
+      });
+    const handWritten = async (transaction: unknown, made: SequelizeModel[]) => {
+      await outbox.fireMany(byHand(made) as never, { transaction } as never);
+    };
 
     // 1. bulkCreate
-    const bulk: Record<'captured' | 'uncaptured', number[]> = { captured: [], uncaptured: [] };
+    const bulk: Record<'captured' | 'uncaptured' | 'handWritten', number[]> = {
+      captured: [],
+      uncaptured: [],
+      handWritten: [],
+    };
     // Every statement of one captured bulkCreate, the outbox's own included: its store
-    // writes events through the driver (prepared statements), so count at pg's Client.
-    const statements: string[] = [];
+    // writes events through the driver (prepared statements), so count at pg's Client,
+    // and time each from its start to the next one's (node-postgres runs one at a time
+    // per connection).
+    const statements: { text: string; at: number; ms?: number; values?: unknown[] }[] = [];
     let counting = false;
     const clientQuery = pg.Client.prototype.query;
     pg.Client.prototype.query = function (this: unknown, ...args: unknown[]) {
       if (counting) {
-        const q = args[0] as string | { text?: string };
-        statements.push(typeof q === 'string' ? q : String(q?.text ?? ''));
+        const q = args[0] as
+          | string
+          | { text?: string; values?: unknown[]; callback?: (...a: unknown[]) => void };
+        const st: { text: string; at: number; ms?: number; values?: unknown[] } = {
+          text: typeof q === 'string' ? q : String(q?.text ?? ''),
+          at: nowMs(),
+          ...(typeof q === 'object' && q?.values ? { values: q.values } : {}),
+        };
+        statements.push(st);
+        // Its own time, start to result: Sequelize passes a callback, the store a Query
+        // object carrying one.
+        const done = () => {
+          st.ms = nowMs() - st.at;
+        };
+        const last = args.length - 1;
+        if (typeof args[last] === 'function') {
+          const cb = args[last] as (...a: unknown[]) => void;
+          args[last] = (...a: unknown[]) => {
+            done();
+            cb(...a);
+          };
+        } else if (typeof q === 'object' && typeof q?.callback === 'function') {
+          const cb = q.callback;
+          q.callback = (...a: unknown[]) => {
+            done();
+            cb(...a);
+          };
+        }
       }
       return (clientQuery as (...a: unknown[]) => unknown).apply(this, args);
     } as typeof clientQuery;
+    let countedMs = 0;
+    const kinds = ['captured', 'uncaptured', 'handWritten'] as const;
     for (let round_ = 0; round_ <= ROUNDS; round_++) {
-      const order =
-        round_ % 2 ? (['uncaptured', 'captured'] as const) : (['captured', 'uncaptured'] as const);
+      const order = round_ % 2 ? [...kinds].reverse() : [...kinds];
       for (const which of order) {
-        const model = which === 'captured' ? Captured : Uncaptured;
         counting = round_ === 1 && which === 'captured';
-        const ms = await timed(sequelize, (transaction) =>
-          model.bulkCreate(rows(ROWS), { transaction } as never),
-        );
+        const t0 = nowMs();
+        const ms = await timed(sequelize, async (transaction) => {
+          if (which === 'captured')
+            return Captured.bulkCreate(rows(ROWS), { transaction } as never);
+          const made = await Uncaptured.bulkCreate(rows(ROWS), { transaction } as never);
+          if (which === 'handWritten') await handWritten(transaction, made);
+          return made;
+        });
+        if (counting) countedMs = nowMs() - t0;
         counting = false;
         if (round_ > 0) bulk[which].push(ms); // round 0 warms up
       }
       note(
-        `capture-bulk round ${round_}: captured ${round(bulk.captured.at(-1) ?? 0)} ms, uncaptured ${round(bulk.uncaptured.at(-1) ?? 0)} ms`,
+        `capture-bulk round ${round_}: captured ${round(bulk.captured.at(-1) ?? 0)} ms, uncaptured ${round(bulk.uncaptured.at(-1) ?? 0)} ms, hand-written ${round(bulk.handWritten.at(-1) ?? 0)} ms`,
       );
     }
+    pg.Client.prototype.query = clientQuery;
     const [[{ n }]] = (await sequelize.query(
       `SELECT count(*)::int AS n FROM "${schema}".outbox_events`,
     )) as [[{ n: number }], unknown];
     note(`events written: ${n}`);
-    const eventStatements = statements.filter((s) => s.includes('outbox_events')).length;
+    // Each statement's own time (start to result), where the driver gave a promise for it.
+    const rowInsert = statements.find((st) => /^\s*INSERT INTO .*captured_rows/.test(st.text));
+    const eventInsert = statements.find((st) => st.text.includes('outbox_events'));
+    note(
+      `one captured bulkCreate of ${ROWS} rows: ${statements.length} statements (${statements.map((st) => st.text.trim().split(/\s+/).slice(0, 2).join(' ')).join(' | ')})`,
+    );
     emit({
       bench: 'capture-bulk',
       rows: ROWS,
       rounds: ROUNDS,
       capturedMs: round(median(bulk.captured)),
       uncapturedMs: round(median(bulk.uncaptured)),
+      handWrittenMs: round(median(bulk.handWritten)),
       ratio: round(median(bulk.captured) / median(bulk.uncaptured)),
-      eventStatements,
+      vsHandWritten: round(median(bulk.captured) / median(bulk.handWritten)),
       statements: statements.length,
+      eventStatements: statements.filter((st) => st.text.includes('outbox_events')).length,
+      // One counted run, split (ms): the row INSERT's own time, the events' INSERT's, the
+      // whole (the rest: Sequelize's and capture's and fire()'s JavaScript, BEGIN/COMMIT).
+      spanRowInsertMs: rowInsert?.ms === undefined ? null : round(rowInsert.ms),
+      spanEventInsertMs: eventInsert?.ms === undefined ? null : round(eventInsert.ms),
+      spanTotalMs: round(countedMs),
       aim: '≤ 2',
+    });
+
+    if (EXPLAIN && eventInsert?.values) {
+      const client = new pg.Client({ connectionString: PG_URL });
+      await client.connect();
+      try {
+        await client.query('BEGIN');
+        await client.query(
+          `TRUNCATE "${schema}".outbox_deliveries, "${schema}".outbox_events CASCADE`,
+        );
+        const plan = await client.query({
+          text: `EXPLAIN (ANALYZE, BUFFERS) ${eventInsert.text}`,
+          values: eventInsert.values,
+        });
+        const lines = plan.rows.map((r: Record<string, string>) => r['QUERY PLAN'] ?? '');
+        const actual = (what: RegExp) => {
+          const line = lines.find((l) => what.test(l)) ?? '';
+          return Number(/actual time=[\d.]+\.\.([\d.]+)/.exec(line)?.[1] ?? Number.NaN);
+        };
+        emit({
+          bench: 'capture-bulk-explain',
+          rows: ROWS,
+          eventsInsertMs: actual(/Insert on outbox_events/),
+          deliveriesInsertMs: actual(/Insert on outbox_deliveries/),
+          executionMs: Number(/Execution Time: ([\d.]+)/.exec(lines.join('\n'))?.[1]),
+        });
+      } finally {
+        await client.query('ROLLBACK').catch(() => undefined);
+        await client.end();
+      }
+    }
+
+    // 1b. Model.update of --rows rows: on PostgreSQL its RETURNING gives the rows after
+    // (payload `after`: no read before or after the statement).
+    const upd: Record<'captured' | 'uncaptured', number[]> = { captured: [], uncaptured: [] };
+    for (let round_ = 0; round_ <= ROUNDS; round_++) {
+      const order =
+        round_ % 2 ? (['uncaptured', 'captured'] as const) : (['captured', 'uncaptured'] as const);
+      for (const which of order) {
+        const model = which === 'captured' ? Captured : Uncaptured;
+        const ms = await timed(sequelize, (transaction) =>
+          model.update({ status: `paid${round_}` }, {
+            where: { id: { [Op.lte]: ROWS } },
+            transaction,
+          } as never),
+        );
+        if (round_ > 0) upd[which].push(ms);
+      }
+    }
+    emit({
+      bench: 'capture-update',
+      rows: ROWS,
+      rounds: ROUNDS,
+      capturedMs: round(median(upd.captured)),
+      uncapturedMs: round(median(upd.uncaptured)),
+      ratio: round(median(upd.captured) / median(upd.uncaptured)),
     });
 
     // 2. one create, 3. an uncaptured model's create with capture installed elsewhere
     const one = {
       captured: [] as number[],
       uncaptured: [] as number[],
+      handWritten: [] as number[],
       elsewhere: [] as number[],
       none: [] as number[],
     };
     const row = { customer: 'c', total: '42.50' };
+    const creates: [keyof typeof one, Sequelize, (t: unknown) => Promise<unknown>][] = [
+      ['captured', sequelize, (transaction) => Captured.create(row, { transaction } as never)],
+      ['uncaptured', sequelize, (transaction) => Uncaptured.create(row, { transaction } as never)],
+      [
+        'handWritten',
+        sequelize,
+        async (transaction) =>
+          handWritten(transaction, [await Uncaptured.create(row, { transaction } as never)]),
+      ],
+      ['elsewhere', sequelize, (transaction) => Elsewhere.create(row, { transaction } as never)],
+      ['none', bare, (transaction) => ElsewhereBare.create(row, { transaction } as never)],
+    ];
     for (let i = 0; i < ITERATIONS + 20; i++) {
-      const pairs: [keyof typeof one, Sequelize, AnyModel][] = [
-        ['captured', sequelize, Captured],
-        ['uncaptured', sequelize, Uncaptured],
-        ['elsewhere', sequelize, Elsewhere],
-        ['none', bare, ElsewhereBare],
-      ];
-      if (i % 2) pairs.reverse();
-      for (const [which, s, model] of pairs) {
-        const ms = await timed(s, (transaction) => model.create(row, { transaction } as never));
+      const pairs = i % 2 ? [...creates].reverse() : creates;
+      for (const [which, s, work] of pairs) {
+        const ms = await timed(s, work);
         if (i >= 20) one[which].push(ms);
       }
     }
@@ -169,7 +338,9 @@ async function main(): Promise<void> {
       iterations: ITERATIONS,
       capturedMs: round(median(one.captured)),
       uncapturedMs: round(median(one.uncaptured)),
+      handWrittenMs: round(median(one.handWritten)),
       ratio: round(median(one.captured) / median(one.uncaptured)),
+      vsHandWritten: round(median(one.captured) / median(one.handWritten)),
       aim: '≤ 1.3',
     });
     emit({

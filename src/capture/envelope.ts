@@ -33,18 +33,38 @@ export function jsonForm(value: unknown, typeKey: string | undefined, scale?: nu
   return value;
 }
 
+/** An attribute as the envelope writes it: its name, type key and (decimals) scale. */
+interface Column {
+  readonly name: string;
+  readonly typeKey: string | undefined;
+  readonly scale: number | undefined;
+}
+
+/** The capture's fields and key, each with its type, worked out once per capture (not per row). */
+const columnCache = new WeakMap<ResolvedCapture, { fields: Column[]; key: Column[] }>();
+function columnsOf(capture: ResolvedCapture): { fields: Column[]; key: Column[] } {
+  let columns = columnCache.get(capture);
+  if (!columns) {
+    const attributes = capture.model.getAttributes?.() ?? {};
+    const column = (name: string): Column => {
+      const type = attributes[name]?.type;
+      return { name, typeKey: typeKey(type), scale: scaleOf(type) };
+    };
+    columns = { fields: capture.fields.map(column), key: capture.primaryKey.map(column) };
+    columnCache.set(capture, columns);
+  }
+  return columns;
+}
+
 /** The captured attributes of a row (an instance's data values), each in its JSON form. */
 export function rowImage(
   capture: ResolvedCapture,
   values: Record<string, unknown> | null | undefined,
 ): Record<string, unknown> | null {
   if (!values) return null;
-  const attributes = capture.model.getAttributes?.() ?? {};
   const image: Record<string, unknown> = {};
-  for (const field of capture.fields) {
-    const type = attributes[field]?.type;
-    image[field] = jsonForm(values[field], typeKey(type), scaleOf(type));
-  }
+  for (const c of columnsOf(capture).fields)
+    image[c.name] = jsonForm(values[c.name], c.typeKey, c.scale);
   return image;
 }
 
@@ -59,10 +79,10 @@ function typeKey(type: unknown): string | undefined {
 
 /** A row's key: its value, or an object of its fields for a composite key. */
 export function pkOf(capture: ResolvedCapture, values: Record<string, unknown>): unknown {
-  const attributes = capture.model.getAttributes?.() ?? {};
-  const form = (k: string) => jsonForm(values[k], typeKey(attributes[k]?.type));
-  if (capture.primaryKey.length === 1) return form(capture.primaryKey[0]!);
-  return Object.fromEntries(capture.primaryKey.map((k) => [k, form(k)]));
+  const key = columnsOf(capture).key;
+  const form = (c: Column) => jsonForm(values[c.name], c.typeKey);
+  if (key.length === 1) return form(key[0]!);
+  return Object.fromEntries(key.map((c) => [c.name, form(c)]));
 }
 
 /** The key's text for `{pk}`: a composite key's parts joined by `:`. */

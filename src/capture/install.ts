@@ -12,49 +12,39 @@
  * after its row is written undoes the write even when the caller catches the error and
  * goes on in its transaction. `increment`/`decrement` run no hooks: the wrapped static
  * `increment` captures them. Upserts (`upsert`, `bulkCreate` with `updateOnDuplicate` /
- * `ignoreDuplicates`) read the rows of their conflict keys (see ./conflict.ts).
+ * `ignoreDuplicates`) read the rows of their conflict keys (see ./conflict.ts). The
+ * transaction is ./transaction.ts; what a delete reaches through foreign keys,
+ * ./cascade-hooks.ts. On PostgreSQL a static `update` and `increment` take their rows
+ * from RETURNING.
  */
 import { literal, type Sequelize, type Transaction } from 'sequelize';
 import type { CaptureOperation, ResolvedCapture } from '../declare/capture.js';
 import { ConfigurationError } from '../errors/outbox-error.js';
-import { resolveTransaction } from '../fire/transaction.js';
 import type { Runtime } from '../runtime.js';
 import { runtimeOf } from '../runtime.js';
+import { unscoped } from './cascade.js';
+import { installCascades } from './cascade-hooks.js';
 import { bulkConflictKey, keyText, keyWhere, upsertConflictKey } from './conflict.js';
 import { changeOf } from './envelope.js';
+import type { Instance, ModelClass, Values } from './sequelize-model.js';
+import { bulk } from './statements.js';
+import { inTransaction } from './transaction.js';
 import { writeChanges } from './write.js';
 
-type Values = Record<string, unknown>;
 type Options = Record<string, unknown> & { transaction?: Transaction | null };
-
-/** What capture reads of a Sequelize 6 instance (untyped internals included). */
-interface Instance {
-  dataValues: Values;
-  _previousDataValues: Values;
-}
-
-/** What capture uses of a Sequelize 6 model class. */
-interface ModelClass {
-  readonly name: string;
-  readonly sequelize?: Sequelize;
-  readonly prototype: Record<string, unknown>;
-  readonly primaryKeyAttributes: string[];
-  readonly _timestampAttributes: { createdAt?: string; updatedAt?: string; deletedAt?: string };
-  readonly _versionAttribute?: string;
-  readonly rawAttributes: Record<string, { field?: string }>;
-  addHook(type: string, name: string, fn: (...args: never[]) => unknown): void;
-  findAll(options: Values): Promise<Instance[]>;
-  [method: string]: unknown;
-}
 
 const WRAPPED = Symbol.for('outboxkit.capture.wrapped');
 /** The attribute a PostgreSQL read names for `xmax <> 0`: the row version ON CONFLICT DO UPDATE wrote. */
 const XMAX = '__outboxkit_updated';
 
-/** What one outbox's capture does around a model's `increment` (which runs no hooks). */
+/**
+ * What one outbox's capture does around a model's `increment` (which runs no hooks).
+ * `returned`: the rows the statement's RETURNING gave (PostgreSQL, as raw column values),
+ * when it gave them; `before` is told whether it will.
+ */
 interface IncrementCapturer {
-  before(options: Options): Promise<void>;
-  after(fields: unknown, options: Options): Promise<void>;
+  before(options: Options, returning: boolean): Promise<void>;
+  after(fields: unknown, options: Options, returned: readonly Values[] | undefined): Promise<void>;
 }
 const incrementers = new WeakMap<object, IncrementCapturer[]>();
 function incrementCapturers(model: object): IncrementCapturer[] {
@@ -62,6 +52,50 @@ function incrementCapturers(model: object): IncrementCapturer[] {
   if (!list) {
     list = [];
     incrementers.set(model, list);
+  }
+  return list;
+}
+
+/**
+ * The static statements that take their rows from RETURNING on PostgreSQL: `update`, and
+ * the UPDATEs of a soft `destroy` and of `restore` (a hard DELETE has none in Sequelize).
+ */
+type ReturningKind = 'update' | 'destroy' | 'restore';
+
+/**
+ * One such statement, run with `returning: true`: the rows its RETURNING gives are the
+ * rows it wrote, so no read is needed after it (nor before it but for `beforeAndAfter`).
+ * The object rides in the options (Sequelize's clone of them keeps it by reference), so
+ * the hooks of this call find it.
+ */
+class ReturningCall {
+  /** Rows read before the statement (`beforeAndAfter`), per outbox. */
+  readonly readFirst = new Map<Runtime, Instance[]>();
+}
+const RETURNING_CALL = Symbol('outboxkit.capture.returning');
+const callOf = (options: Options): ReturningCall | undefined =>
+  (options as Record<symbol, unknown>)[RETURNING_CALL] as ReturningCall | undefined;
+
+/** What one outbox's capture does after such a statement returned its rows. */
+interface ReturningCapturer {
+  after(
+    call: ReturningCall,
+    values: unknown,
+    rows: readonly Instance[],
+    options: Options,
+  ): Promise<void>;
+}
+const returningCapturers = new Map<ReturningKind, WeakMap<object, ReturningCapturer[]>>();
+function returningCapturersOf(kind: ReturningKind, model: object): ReturningCapturer[] {
+  let byModel = returningCapturers.get(kind);
+  if (!byModel) {
+    byModel = new WeakMap();
+    returningCapturers.set(kind, byModel);
+  }
+  let list = byModel.get(model);
+  if (!list) {
+    list = [];
+    byModel.set(model, list);
   }
   return list;
 }
@@ -80,10 +114,6 @@ function incrementedFields(model: ModelClass, fields: unknown): string[] {
   );
 }
 
-/** Transactions (and savepoints) opened by a wrapper: a write inside one opens no other. */
-const owned = new WeakSet<object>();
-/** The options of a bulk statement: its per-row hooks are not captured twice. */
-const bulk = new WeakSet<object>();
 /** Rows read before a bulk statement (by its options object), per outbox. */
 const readFirst = new WeakMap<object, Map<Runtime, Instance[]>>();
 /** An instance's values before a destroy/restore (which resets them before its after hook). */
@@ -125,6 +155,7 @@ export function installCapture(outbox: object, sequelize?: Sequelize): void {
     wrapWrites(model, on);
     addHooks(rt, capture, model);
   }
+  installCascades(rt, on, (parent) => wrapWrites(parent, on, ['destroy']));
 }
 
 const installed = new WeakMap<Runtime, WeakSet<object>>();
@@ -152,12 +183,30 @@ const STATIC_WRITES: Record<string, number> = {
 };
 const INSTANCE_WRITES: Record<string, number> = { save: 0, destroy: 0, restore: 0 };
 
-function wrapWrites(model: ModelClass, sequelize: Sequelize): void {
-  if ((model as unknown as Record<symbol, unknown>)[WRAPPED]) return;
-  (model as unknown as Record<symbol, unknown>)[WRAPPED] = true;
+/**
+ * Wrap the model's writes (all of them, or only `only`: a model whose deletes reach a
+ * captured one through foreign keys has its `destroy`s wrapped). Each method once.
+ */
+function wrapWrites(model: ModelClass, sequelize: Sequelize, only?: readonly string[]): void {
+  const marks = model as unknown as Record<symbol, Set<string> | undefined>;
+  const wrapped = marks[WRAPPED] ?? new Set<string>();
+  marks[WRAPPED] = wrapped;
+  const wanted = (method: string, side: string) => {
+    if (only && !only.includes(method)) return false;
+    if (wrapped.has(`${side}.${method}`)) return false;
+    wrapped.add(`${side}.${method}`);
+    return true;
+  };
   for (const [method, at] of Object.entries(STATIC_WRITES)) {
+    if (!wanted(method, 'static')) continue;
     const unwrapped = model[method] as (...args: unknown[]) => Promise<unknown>;
-    const original = method === 'increment' ? capturingIncrement(model, unwrapped) : unwrapped;
+    const original =
+      method === 'increment'
+        ? capturingIncrement(model, unwrapped, sequelize.getDialect() === 'postgres')
+        : (method === 'update' || method === 'destroy' || method === 'restore') &&
+            sequelize.getDialect() === 'postgres'
+          ? capturingReturning(method, model, unwrapped)
+          : unwrapped;
     Object.defineProperty(model, method, {
       configurable: true,
       writable: true,
@@ -165,6 +214,7 @@ function wrapWrites(model: ModelClass, sequelize: Sequelize): void {
     });
   }
   for (const [method, at] of Object.entries(INSTANCE_WRITES)) {
+    if (!wanted(method, 'instance')) continue;
     const original = model.prototype[method] as (...args: unknown[]) => Promise<unknown>;
     Object.defineProperty(model.prototype, method, {
       configurable: true,
@@ -176,46 +226,118 @@ function wrapWrites(model: ModelClass, sequelize: Sequelize): void {
 
 /**
  * `Model.increment` with each outbox's capture around it: Sequelize runs no hook for an
- * increment, so the wrapper reads the matched rows first (locked on PostgreSQL) and writes
- * their events after the statement, in its transaction. Instance `increment` and both
- * `decrement`s call the static `increment`, so each is captured once, here.
+ * increment, so the wrapper writes the events after the statement, in its transaction. On
+ * PostgreSQL the statement's RETURNING gives the rows (read first, locked, only for
+ * `beforeAndAfter`); on SQLite, or with `returning: false`, they are read first and re-read
+ * by key. Instance `increment` and both `decrement`s call the static `increment`, so each
+ * is captured once, here.
  */
 function capturingIncrement(
   model: ModelClass,
   original: (...args: unknown[]) => Promise<unknown>,
+  postgres: boolean,
 ): (...args: unknown[]) => Promise<unknown> {
   return async function increment(this: unknown, fields: unknown, given?: unknown) {
     const capturers = incrementCapturers(model);
     if (capturers.length === 0) return original.call(this, fields, given);
     const options = { ...((given ?? {}) as Options) };
-    for (const c of capturers) await c.before(options);
-    const result = await original.call(this, fields, options);
-    for (const c of capturers) await c.after(fields, options);
+    // PostgreSQL's increment is `UPDATE … RETURNING *` unless the caller says `returning: false`.
+    const returning = postgres && options.returning !== false;
+    for (const c of capturers) await c.before(options, returning);
+    const result = (await original.call(this, fields, options)) as unknown[];
+    const returned = returning ? returnedRows(model, result, options) : undefined;
+    for (const c of capturers) await c.after(fields, options, returned);
     return result;
   };
 }
 
 /**
- * A write that runs in a transaction of its own when given none, and in a savepoint of the
- * one it is given (or CLS carries): the row and its events commit or roll back together.
+ * The rows a PostgreSQL increment's RETURNING gave, by attribute name: a static increment
+ * returns them (`[[rows, count]]`, raw columns); an instance's increment puts them on the
+ * instance. Another shape (a Sequelize that changed) fails the write rather than lose its
+ * events.
  */
-function inTransaction(
-  sequelize: Sequelize,
+function returnedRows(model: ModelClass, result: unknown[], options: Options): Values[] {
+  const instance = options.instance as Instance | undefined;
+  if (instance?.dataValues) return [instance.dataValues];
+  const first = result?.[0];
+  const rows = Array.isArray(first) ? first[0] : undefined;
+  if (!Array.isArray(rows)) {
+    throw new ConfigurationError(
+      `capture(${model.name}): a PostgreSQL increment returned no rows (${JSON.stringify(result)?.slice(0, 80)}); this Sequelize answers otherwise than 6.37 — pass returning: false to have capture read the rows instead`,
+      { path: `capture(${model.name})` },
+    );
+  }
+  return byAttribute(model, rows as Values[]);
+}
+
+/**
+ * Raw rows by attribute name: an increment's `RETURNING *` names the columns, an update's
+ * RETURNING aliases them to their attributes (`"hit_count" AS "hits"`).
+ */
+function byAttribute(model: ModelClass, rows: readonly Values[]): Values[] {
+  const columns = Object.entries(model.rawAttributes).map(([name, a]) => [name, a.field ?? name]);
+  return rows.map((row) =>
+    Object.fromEntries(columns.map(([n, f]) => [n, Object.hasOwn(row, n!) ? row[n!] : row[f!]])),
+  );
+}
+
+/**
+ * `Model.update`, a soft `Model.destroy` and `Model.restore` on PostgreSQL with each
+ * outbox's capture after them: run with `returning: true` (`RETURNING *`), their rows are
+ * the `after` images, so the statement costs no read after it (the reference:
+ * "`QuerySet.update()`: RETURNING of the keys / of the fields"). The caller's result keeps
+ * its shape — `update`'s `[count]` (its rows with individual hooks), `destroy`'s and
+ * `restore`'s count — unless it asked for the rows. A caller naming its own `returning`
+ * attributes, and a hard delete, go the hooks' way (rows read first, re-read by key).
+ */
+function capturingReturning(
+  kind: ReturningKind,
+  model: ModelClass,
   original: (...args: unknown[]) => Promise<unknown>,
-  at: number,
 ): (...args: unknown[]) => Promise<unknown> {
-  return function captured(this: unknown, ...args: unknown[]) {
+  const at = kind === 'update' ? 1 : 0;
+  const paranoid = model._timestampAttributes.deletedAt !== undefined;
+  return async function returning(this: unknown, ...args: unknown[]) {
+    const capturers = returningCapturers.get(kind)?.get(model);
     const options = (args[at] ?? {}) as Options;
-    const given = resolveTransaction(sequelize, options.transaction ?? undefined);
-    if (given && owned.has(given)) return original.apply(this, args);
-    const run = async (t: Transaction) => {
-      owned.add(t);
-      const call = [...args];
-      while (call.length < at) call.push(undefined);
-      call[at] = { ...options, transaction: t };
-      return original.apply(this, call);
+    const byReturning =
+      capturers !== undefined &&
+      capturers.length > 0 &&
+      !Array.isArray(options.returning) &&
+      (kind !== 'destroy' || (paranoid && !options.force));
+    if (!byReturning) return original.apply(this, args);
+    const call = new ReturningCall();
+    const callArgs = [...args];
+    while (callArgs.length < at) callArgs.push(undefined);
+    // Rows nobody but capture reads come back raw (no instance built per row), by column.
+    const raw = !options.returning && !options.individualHooks;
+    callArgs[at] = {
+      ...options,
+      returning: true,
+      ...(raw ? { raw: true } : {}),
+      [RETURNING_CALL]: call,
     };
-    return given ? sequelize.transaction({ transaction: given }, run) : sequelize.transaction(run);
+    const result = await original.apply(this, callArgs);
+    const returned = kind === 'update' ? ((result as [number, unknown[]?])[1] ?? []) : result;
+    if (!Array.isArray(returned)) {
+      throw new ConfigurationError(
+        `capture(${model.name}): a PostgreSQL ${kind} with returning: true gave no rows; this Sequelize answers otherwise than 6.37 — pass your own returning list to have capture read the rows instead`,
+        { path: `capture(${model.name})` },
+      );
+    }
+    const rows: Instance[] = raw
+      ? byAttribute(model, returned as Values[]).map((v) => ({
+          dataValues: v,
+          _previousDataValues: v,
+        }))
+      : (returned as Instance[]);
+    for (const c of capturers) {
+      await c.after(call, kind === 'update' ? args[0] : undefined, rows, options);
+    }
+    if (options.returning) return result;
+    if (kind === 'update') return options.individualHooks ? result : [(result as unknown[])[0]];
+    return rows.length;
   };
 }
 
@@ -258,8 +380,19 @@ function addHooks(rt: Runtime, capture: ResolvedCapture, model: ModelClass): voi
   const postgres = rt.sequelize.getDialect() === 'postgres';
   /** Whether an upsert's rows are read before it: for its before-image, or (SQLite) its outcome. */
   const needsReadFirst = !postgres || capture.payload === 'beforeAndAfter';
-  const readRows = (where: unknown, options: Options, lock: boolean): Promise<Instance[]> =>
-    model.findAll({
+  /**
+   * The rows of `where`, in the write's transaction. Without the default scope (the
+   * statements' `where` already carries it — Sequelize injects it before their hooks — and
+   * a re-read by key must find rows the write moved out of it), but for `increment`, whose
+   * options are read before Sequelize injects it.
+   */
+  const readRows = (
+    where: unknown,
+    options: Options,
+    lock: boolean,
+    scoped = false,
+  ): Promise<Instance[]> =>
+    (scoped ? model : unscoped(model)).findAll({
       where,
       transaction: options.transaction,
       paranoid: false,
@@ -285,7 +418,7 @@ function addHooks(rt: Runtime, capture: ResolvedCapture, model: ModelClass): voi
       capture.payload === 'keys'
         ? [...new Set([...model.primaryKeyAttributes, ...key])]
         : Object.keys(model.rawAttributes);
-    return model.findAll({
+    return unscoped(model).findAll({
       where,
       transaction: options.transaction,
       paranoid: false,
@@ -466,12 +599,26 @@ function addHooks(rt: Runtime, capture: ResolvedCapture, model: ModelClass): voi
   // increment / decrement run no hooks: the wrapped static increment (which instance
   // increment and both decrements go through) calls these around the statement.
   incrementCapturers(model).push({
-    before: async (options) =>
-      keep(readFirst, options, await readRows(options.where, options, true)),
-    after: async (fields, options) => {
-      const rows = take(readFirst, options) ?? [];
-      const after = await reread(rows, options);
+    before: async (options, returning) => {
+      // RETURNING gives the rows after; only a before-image needs them read first, locked.
+      if (returning && capture.payload !== 'beforeAndAfter') return;
+      keep(readFirst, options, await readRows(options.where, options, true, true));
+    },
+    after: async (fields, options, returned) => {
       const changed = withoutStamps(incrementedFields(model, fields));
+      const rows = take(readFirst, options) ?? [];
+      if (returned) {
+        const id = (v: Values) =>
+          model.primaryKeyAttributes.map((k) => String(v[k])).join('\u0000');
+        const first = new Map(rows.map((r) => [id(r.dataValues), r.dataValues]));
+        await write(
+          'updated',
+          returned.map((a) => ({ before: first.get(id(a)) ?? null, after: a, changed })),
+          options,
+        );
+        return;
+      }
+      const after = await reread(rows, options);
       const byIndex = rows.length === after.length;
       await write(
         'updated',
@@ -485,15 +632,51 @@ function addHooks(rt: Runtime, capture: ResolvedCapture, model: ModelClass): voi
     },
   });
 
-  // static update / destroy / restore: the rows read first (locked on PostgreSQL)
-  const before = ((options: Options) => {
+  // static update / destroy / restore: the rows read first (locked on PostgreSQL) and
+  // re-read by key after — except where capturingReturning runs the statement: its
+  // RETURNING gives the rows after, and only a before-image needs them read first.
+  const readFirstFor = (options: Options) => {
     bulk.add(options);
-    return readRows(options.where, options, true).then((rows) => keep(readFirst, options, rows));
-  }) as never;
-  hook('beforeBulkUpdate', before);
-  hook('beforeBulkDestroy', before);
-  hook('beforeBulkRestore', before);
+    const call = callOf(options);
+    if (!call) {
+      return readRows(options.where, options, true).then((rows) => keep(readFirst, options, rows));
+    }
+    if (capture.payload !== 'beforeAndAfter') return undefined;
+    return readRows(options.where, options, true).then((rows) => call.readFirst.set(rt, rows));
+  };
+  hook('beforeBulkUpdate', readFirstFor as never);
+  hook('beforeBulkDestroy', readFirstFor as never);
+  hook('beforeBulkRestore', readFirstFor as never);
+  const fromReturning =
+    (changedOf: (values: unknown) => string[] | null): ReturningCapturer['after'] =>
+    (call, values, rows, options) => {
+      const id = (r: Instance) =>
+        model.primaryKeyAttributes.map((k) => String(r.dataValues[k])).join('\u0000');
+      const first = new Map((call.readFirst.get(rt) ?? []).map((r) => [id(r), r]));
+      const changed = changedOf(values);
+      return (
+        write(
+          'updated',
+          rows.map((a) => ({
+            before: first.get(id(a))?.dataValues ?? null,
+            after: a.dataValues,
+            changed,
+          })),
+          options,
+        ) ?? Promise.resolve()
+      );
+    };
+  returningCapturersOf('update', model).push({
+    after: fromReturning((values) =>
+      withoutStamps(Object.keys((values as Values | undefined) ?? {})),
+    ),
+  });
+  if (paranoid) {
+    returningCapturersOf('destroy', model).push({ after: fromReturning(() => [ts.deletedAt!]) });
+    returningCapturersOf('restore', model).push({ after: fromReturning(() => [ts.deletedAt!]) });
+  }
   hook('afterBulkUpdate', (async (options: Options) => {
+    if (callOf(options)) return undefined; // written by capturingReturning
     const rows = take(readFirst, options) ?? [];
     const after = await reread(rows, options);
     const changed = withoutStamps(Object.keys((options.attributes as Values) ?? {}));
@@ -509,6 +692,7 @@ function addHooks(rt: Runtime, capture: ResolvedCapture, model: ModelClass): voi
     );
   }) as never);
   hook('afterBulkDestroy', (async (options: Options) => {
+    if (callOf(options)) return undefined; // a soft delete, written by capturingReturning
     const rows = take(readFirst, options) ?? [];
     if (paranoid && !options.force) {
       const after = await reread(rows, options);
@@ -529,6 +713,7 @@ function addHooks(rt: Runtime, capture: ResolvedCapture, model: ModelClass): voi
     );
   }) as never);
   hook('afterBulkRestore', (async (options: Options) => {
+    if (callOf(options)) return undefined; // written by capturingReturning
     const rows = take(readFirst, options) ?? [];
     const after = await reread(rows, options);
     return write(

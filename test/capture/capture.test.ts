@@ -41,6 +41,7 @@ for (const mode of MODES) {
     let Order: AnyModel;
     let Loan: AnyModel;
     let Plain: AnyModel;
+    let Ticket: AnyModel;
     const lower = mode.toLowerCase();
     let refuse = false;
     const o = (op: string) => `shop.order${lower}.${op}`;
@@ -64,12 +65,23 @@ for (const mode of MODES) {
         { status: DataTypes.STRING },
         { tableName: `plain_${lower}`, ...schema },
       );
-      await Promise.all([Order.sync(), Loan.sync(), Plain.sync()]);
+      Ticket = db.sequelize.define(
+        `Ticket${mode[0]!.toUpperCase()}${mode.slice(1)}`,
+        { status: DataTypes.STRING, n: DataTypes.INTEGER },
+        {
+          tableName: `tickets_${lower}`,
+          timestamps: false,
+          defaultScope: { where: { status: 'open' } },
+          ...schema,
+        },
+      );
+      await Promise.all([Order.sync(), Loan.sync(), Plain.sync(), Ticket.sync()]);
       const config = defineOutbox({
         events: {},
         capture: [
           capture(Order, { app: 'shop', payload: mode, exclude: ['secret'] }),
           capture(Loan, { app: 'shop', payload: mode, fields: ['id', 'status', 'deletedAt'] }),
+          capture(Ticket, { app: 'shop', payload: mode }),
         ],
         receivers: {
           // An event that fails after its row is written: inline, in the write's transaction.
@@ -89,6 +101,7 @@ for (const mode of MODES) {
       await Promise.all([
         Order.destroy({ where: {}, hooks: false, force: true }),
         Loan.destroy({ where: {}, hooks: false, force: true }),
+        Ticket.unscoped().destroy({ where: {}, hooks: false }),
       ]);
       await markLog(outbox);
     });
@@ -257,6 +270,109 @@ for (const mode of MODES) {
       }
       if (mode === 'beforeAndAfter') {
         expect((log[0]!.payload.before as { status: string }).status).toBe('x');
+      }
+    });
+
+    it('static update costs what the mode adds: on PostgreSQL its RETURNING (a read first only for beforeAndAfter, locked), and returns what Sequelize returns', async () => {
+      await Order.bulkCreate([
+        { status: 'r', fee: '1.00' },
+        { status: 'r', fee: '2.00' },
+      ]);
+      await markLog(outbox);
+      let result: unknown;
+      const statements = await capturingStatements(db.sequelize, async () => {
+        result = await Order.update({ status: 's' }, { where: { status: 'r' } });
+      });
+      expect(result).toEqual([2]);
+      const reads = statements.filter((s) => /SELECT/i.test(s) && s.includes(`orders_${lower}`));
+      if (dialect.name === 'postgres') {
+        expect(reads.length).toBe(mode === 'beforeAndAfter' ? 1 : 0);
+        if (mode === 'beforeAndAfter') expect(reads[0]).toMatch(/FOR UPDATE/);
+        expect(statements.some((s) => /UPDATE .* RETURNING "id"/.test(s))).toBe(true);
+      } else {
+        // SQLite: read first and (but for keys) re-read by key after.
+        expect(reads.length).toBe(mode === 'keys' ? 1 : 2);
+      }
+      const log = await logOf(outbox);
+      expect(log.map((e) => e.payload.changed)).toEqual([['status'], ['status']]);
+      if (mode !== 'keys') {
+        expect(log.map((e) => (e.payload.after as { status: string }).status)).toEqual(['s', 's']);
+      }
+      if (mode === 'beforeAndAfter') {
+        expect(log.map((e) => (e.payload.before as { status: string }).status)).toEqual(['r', 'r']);
+      }
+      if (dialect.name === 'postgres') {
+        const [, rows] = (await Order.update(
+          { status: 't' },
+          { where: { status: 's' }, returning: true },
+        )) as unknown as [number, SequelizeModel[]];
+        expect(rows.map((r) => r.get('status'))).toEqual(['t', 't']);
+      }
+    });
+
+    it("a model's default scope: static update and increment capture the rows they wrote, also those the write moved out of the scope", async () => {
+      const [open] = await Ticket.bulkCreate([
+        { status: 'open', n: 1 },
+        { status: 'done', n: 1 },
+      ]);
+      await markLog(outbox);
+      await Ticket.increment('n', { where: {} }); // the scope: the open ticket only
+      await Ticket.update({ status: 'closed' }, { where: {} });
+      const log = await logOf(outbox);
+      const t = (op: string) => `shop.ticket${lower}.${op}`;
+      expect(log.map((e) => [e.topic, e.payload.pk, e.payload.changed])).toEqual([
+        [t('updated'), open!.get('id'), ['n']],
+        [t('updated'), open!.get('id'), ['status']],
+      ]);
+      if (mode !== 'keys') {
+        expect(log.map((e) => e.payload.after)).toEqual([
+          { id: open!.get('id'), status: 'open', n: 2 },
+          { id: open!.get('id'), status: 'closed', n: 2 },
+        ]);
+      }
+    });
+
+    it("a static soft delete and restore cost their RETURNING on PostgreSQL (a read first only for beforeAndAfter), returning Sequelize's count", async () => {
+      const [a, b] = await Loan.bulkCreate([{ status: 'soft' }, { status: 'soft' }]);
+      await markLog(outbox);
+      const results: unknown[] = [];
+      const statements = await capturingStatements(db.sequelize, async () => {
+        results.push(await Loan.destroy({ where: { status: 'soft' } }));
+        results.push(await Loan.restore({ where: { status: 'soft' } }));
+      });
+      expect(results).toEqual([2, 2]);
+      const reads = statements.filter((s) => /SELECT/i.test(s) && s.includes(`loans_${lower}`));
+      if (dialect.name === 'postgres') {
+        expect(reads.length).toBe(mode === 'beforeAndAfter' ? 2 : 0);
+        expect(statements.filter((s) => /UPDATE .* RETURNING "id"/.test(s)).length).toBe(2);
+      } else {
+        expect(reads.length).toBe(mode === 'keys' ? 2 : 4);
+      }
+      const log = await logOf(outbox);
+      const ids = [a!.get('id'), b!.get('id')];
+      const sorted = (xs: typeof log) =>
+        [...xs].sort((x, y) => Number(x.payload.pk) - Number(y.payload.pk));
+      const [deletes, restores] = [sorted(log.slice(0, 2)), sorted(log.slice(2))];
+      for (const batch of [deletes, restores]) {
+        expect(batch.map((e) => [e.topic, e.payload.pk, e.payload.changed])).toEqual(
+          ids.map((id) => [l('updated'), id, ['deletedAt']]),
+        );
+      }
+      if (mode !== 'keys') {
+        expect(deletes.map((e) => (e.payload.after as { deletedAt: unknown }).deletedAt)).toEqual([
+          expect.any(String),
+          expect.any(String),
+        ]);
+        expect(restores.map((e) => (e.payload.after as { deletedAt: unknown }).deletedAt)).toEqual([
+          null,
+          null,
+        ]);
+      }
+      if (mode === 'beforeAndAfter') {
+        expect(deletes.map((e) => (e.payload.before as { deletedAt: unknown }).deletedAt)).toEqual([
+          null,
+          null,
+        ]);
       }
     });
 

@@ -15,7 +15,7 @@ import {
 } from '../../src/index.js';
 import { runtimeOf } from '../../src/runtime.js';
 import type { TestDatabase } from '../../testing/databases.js';
-import { openOutbox, T0, testClock } from '../relay/support.js';
+import { capturingStatements, openOutbox, T0, testClock } from '../relay/support.js';
 import { describeEachDialect } from '../support/dialects.js';
 
 type AnyModel = ModelStatic<SequelizeModel>;
@@ -43,6 +43,7 @@ for (const mode of MODES) {
     let db: TestDatabase;
     let outbox: Outbox;
     let Item: AnyModel;
+    let Counter: AnyModel;
     let refuse = false;
     const lower = mode.toLowerCase();
     const name = `Item${mode[0]!.toUpperCase()}${mode.slice(1)}`;
@@ -60,10 +61,19 @@ for (const mode of MODES) {
         },
         { tableName: `items_${lower}`, timestamps: false, ...schema },
       );
+      Counter = db.sequelize.define(
+        `Counter${mode[0]!.toUpperCase()}${mode.slice(1)}`,
+        { hits: { type: DataTypes.INTEGER, field: 'hit_count', defaultValue: 0 } },
+        { tableName: `counters_${lower}`, timestamps: false, ...schema },
+      );
       await Item.sync();
+      await Counter.sync();
       const config = defineOutbox({
         events: {},
-        capture: [capture(Item, { app: 'shop', payload: mode })],
+        capture: [
+          capture(Item, { app: 'shop', payload: mode }),
+          capture(Counter, { app: 'shop', payload: mode }),
+        ],
         receivers: {
           'check.boom': receiver(t('updated'), {
             mode: 'inline',
@@ -180,6 +190,50 @@ for (const mode of MODES) {
         event('updated', b, ['qty'], row(b!, 3), row(b!, 2)),
         event('updated', a, ['qty'], row(a!, 2), row(a!, 3)),
       ]);
+    });
+
+    it('an increment costs its RETURNING on PostgreSQL (a read first only for beforeAndAfter), its columns read back by attribute', async () => {
+      const [c1, c2] = await Counter.bulkCreate([{ hits: 1 }, { hits: 5 }]);
+      await markLog(outbox);
+      const statements = await capturingStatements(db.sequelize, async () => {
+        await Counter.increment('hits', { by: 10, where: {} });
+        await c1!.increment('hits');
+      });
+      const reads = statements.filter((s) => /SELECT/i.test(s) && s.includes(`counters_${lower}`));
+      if (dialect.name === 'postgres') expect(reads.length).toBe(mode === 'beforeAndAfter' ? 2 : 0);
+      else expect(reads.length).toBe(mode === 'keys' ? 2 : 4);
+      const all = await logOf(outbox);
+      // The static increment's two rows in key order (RETURNING has none), then the instance's.
+      const log = [
+        ...all.slice(0, 2).sort((x, y) => Number(x.payload.pk) - Number(y.payload.pk)),
+        ...all.slice(2),
+      ];
+      const c = (id: unknown, hits: number) => ({ id, hits });
+      expect(log.map((e) => [e.payload.pk, e.payload.changed])).toEqual([
+        [c1!.get('id'), ['hits']],
+        [c2!.get('id'), ['hits']],
+        [c1!.get('id'), ['hits']],
+      ]);
+      if (mode !== 'keys') {
+        expect(log.map((e) => e.payload.after)).toEqual([
+          c(c1!.get('id'), 11),
+          c(c2!.get('id'), 15),
+          c(c1!.get('id'), 12),
+        ]);
+      }
+      if (mode === 'beforeAndAfter') {
+        expect(log.map((e) => e.payload.before)).toEqual([
+          c(c1!.get('id'), 1),
+          c(c2!.get('id'), 5),
+          c(c1!.get('id'), 11),
+        ]);
+      }
+      // A static update's RETURNING rows (raw, by column) are read back by attribute too.
+      await markLog(outbox);
+      expect(await Counter.update({ hits: 100 }, { where: { id: c2!.get('id') } })).toEqual([1]);
+      const [updated] = await logOf(outbox);
+      expect(updated!.payload.changed).toEqual(['hits']);
+      if (mode !== 'keys') expect(updated!.payload.after).toEqual(c(c2!.get('id'), 100));
     });
 
     it('an increment whose event fails leaves the row as it was', async () => {
