@@ -312,6 +312,8 @@ async function main(): Promise<void> {
     }
     const times = new Map<string, number[]>(all.map((v) => [v.name, []]));
     const claimedRows = new Map<string, number>(all.map((v) => [v.name, 0]));
+    /** Client CPU (user + system, µs) spent while each variant's statement was out. */
+    const cpuUs = new Map<string, number>();
     const worker = 'w-claim-variants';
     let n = 0;
     const insertOne = async (): Promise<string> => {
@@ -347,6 +349,7 @@ async function main(): Promise<void> {
             values: [JSON.stringify({ n: r, note: 'owed' })],
           });
           if (GAP_MS > 0) await sleep(GAP_MS);
+          const cpu = process.cpuUsage();
           const started = performance.now();
           const got = await client.query<{ id: string }>({
             name: `v_${v.name}`,
@@ -354,7 +357,11 @@ async function main(): Promise<void> {
             values: [worker, taskIds],
           });
           const ms = performance.now() - started;
-          if (r >= 10) times.get(v.name)?.push(ms);
+          const used = process.cpuUsage(cpu);
+          if (r >= 10) {
+            times.get(v.name)?.push(ms);
+            cpuUs.set(v.name, (cpuUs.get(v.name) ?? 0) + used.user + used.system);
+          }
           claimedRows.set(v.name, (claimedRows.get(v.name) ?? 0) + (got.rowCount ?? 0));
           await client.query({
             name: 'gw_complete',
@@ -368,6 +375,7 @@ async function main(): Promise<void> {
         const now = new Date(Date.now() + 1);
         const values = [worker, now, new Date(now.getTime() + 60_000), now, false, 100, [], null];
         if (GAP_MS > 0) await sleep(GAP_MS);
+        const cpu = process.cpuUsage();
         const started = performance.now();
         const rowCount = v.viaStore
           ? (
@@ -389,7 +397,11 @@ async function main(): Promise<void> {
                 })
               ).rowCount ?? 0);
         const ms = performance.now() - started;
-        if (r >= 10) times.get(v.name)?.push(ms); // the first rounds warm the plan caches
+        const used = process.cpuUsage(cpu);
+        if (r >= 10) {
+          times.get(v.name)?.push(ms); // the first rounds warm the plan caches
+          cpuUs.set(v.name, (cpuUs.get(v.name) ?? 0) + used.user + used.system);
+        }
         claimedRows.set(v.name, (claimedRows.get(v.name) ?? 0) + rowCount);
         await settleRow(id);
       }
@@ -418,6 +430,7 @@ async function main(): Promise<void> {
         p99: round(quantile(sorted, 0.99)),
         vsCurrentP50: round(quantile(sorted, 0.5) / base),
         rowsPerCall: round((claimedRows.get(v.name) ?? 0) / ROUNDS, 2),
+        clientCpuUs: round((cpuUs.get(v.name) ?? 0) / Math.max(1, ROUNDS - 10), 1),
         genericPlans: Number(p?.generic_plans ?? 0),
         customPlans: Number(p?.custom_plans ?? 0),
         ...explain,
@@ -429,12 +442,12 @@ async function main(): Promise<void> {
     }
     process.stderr.write(
       `\nclaim variants, ${ROUNDS} rounds, history ${HISTORY}, ms (client round trip):\n` +
-        '| variant | same | rows/call | p50 | p90 | p99 | vs current p50 | exec ms | plan ms | buffers hit | generic/custom |\n' +
-        '|---|---|---|---|---|---|---|---|---|---|---|\n' +
+        '| variant | same | rows/call | client CPU µs | p50 | p90 | p99 | vs current p50 | exec ms | plan ms | buffers hit | generic/custom |\n' +
+        '|---|---|---|---|---|---|---|---|---|---|---|---|\n' +
         table
           .map(
             (r) =>
-              `| ${r.variant} | ${r.same ? 'yes' : ''} | ${r.rowsPerCall} | ${r.p50} | ${r.p90} | ${r.p99} | ${r.vsCurrentP50} | ${r.executionMs} | ${r.planningMs} | ${r.sharedHit} | ${r.genericPlans}/${r.customPlans} |`,
+              `| ${r.variant} | ${r.same ? 'yes' : ''} | ${r.rowsPerCall} | ${r.clientCpuUs} | ${r.p50} | ${r.p90} | ${r.p99} | ${r.vsCurrentP50} | ${r.executionMs} | ${r.planningMs} | ${r.sharedHit} | ${r.genericPlans}/${r.customPlans} |`,
           )
           .join('\n') +
         '\n',
