@@ -5,8 +5,9 @@
  * statement: event, delivery, NOTIFY; BEGIN … COMMIT) at `--rate` events/s. The store's
  * `claim` is wrapped (timing only) to stamp when each claim that took rows started and
  * ended. Prints p50/p90/p99 of commit → claim start, the claim, claim end → handler start,
- * and commit → start; and the same claim statement run alone on the same pool right after
- * the run for comparison is `claim-variants.ts`' job, not this one's.
+ * and commit → start (the first second left out as warm-up). The statement alone, and its
+ * variants, is `claim-variants.ts`' figure. In one process, the NOTIFY can reach the relay
+ * before the producer reads its COMMIT's reply: commit → claim start may be negative.
  *
  *   npx tsx bench/experiments/claim-in-relay.ts [--rate 200] [--seconds 10] [--history 0]
  */

@@ -14,11 +14,20 @@
  * `EXPLAIN (ANALYZE, BUFFERS)` of its generic plan on the same table and
  * `pg_prepared_statements`' count of generic and custom plans the loop used.
  *
- * Variants that keep every semantic of the claim are marked `same: true`; the others take
- * one part away to price it (`no-join`, `no-held-back`, `sync-commit`, …) or are floors
- * (`select-1`, `select-only`, `lock-only`).
+ * Variants that keep every semantic of the claim are marked `same: true` (src/'s text
+ * through the store, the pool or a connection of its own; graphile-worker's CTE shape; the
+ * event joined in the UPDATE); the others take one part away to price it (`no-join`,
+ * `no-held-back`, `no-order`, `hot-update`, `sync-commit`, `ctid`) or are floors
+ * (`select-1`, `owed-only`, `select-only`, `lock-only`). graphile-worker's own `get_job`
+ * runs in the same rounds on its own tables (needs `npm ci --prefix bench/peers`; leave it
+ * out with `--no-graphile`). Also printed: the client CPU (user + system) per statement.
+ * Results and what they say: bench/README.md, "Measured here (issue 7, the claim)".
  *
- *   npx tsx bench/experiments/claim-variants.ts [--rounds 3000] [--history 50000] [--only a,b]
+ *   npx tsx bench/experiments/claim-variants.ts [--rounds 3000] [--history 50000]
+ *     [--gap-ms 4] [--keyed] [--only a,b] [--no-graphile]
+ *
+ * `--gap-ms`: idle time before each timed statement (the relay's connection sleeps between
+ * events at a low rate); `--keyed`: every inserted event has an ordering key (of 100).
  */
 import { parseArgs } from 'node:util';
 import pg from 'pg';
