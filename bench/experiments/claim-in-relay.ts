@@ -1,0 +1,158 @@
+/**
+ * EXPERIMENT (issue 7, the claim): commit → handler start split in place, in one process.
+ * A relay (`runRelay`, LISTEN/NOTIFY wakeup, batch 100, concurrency 10, as the latency
+ * bench's) and a producer on its own node-postgres connection (the bare producer's one
+ * statement: event, delivery, NOTIFY; BEGIN … COMMIT) at `--rate` events/s. The store's
+ * `claim` is wrapped (timing only) to stamp when each claim that took rows started and
+ * ended. Prints p50/p90/p99 of commit → claim start, the claim, claim end → handler start,
+ * and commit → start (the first second left out as warm-up). The statement alone, and its
+ * variants, is `claim-variants.ts`' figure. In one process, the NOTIFY can reach the relay
+ * before the producer reads its COMMIT's reply: commit → claim start may be negative.
+ *
+ *   npx tsx bench/experiments/claim-in-relay.ts [--rate 200] [--seconds 10] [--history 0]
+ */
+import { parseArgs } from 'node:util';
+import { createOutbox, listenNotifyWakeup, silentLogger } from '../../src/index.js';
+import { runtimeOf } from '../../src/runtime.js';
+import type { ClaimOptions } from '../../src/storage/store.js';
+import { bareStatements } from '../bare/statements.js';
+import {
+  benchConfig,
+  newSchemaName,
+  nowMs,
+  openSequelize,
+  quantile,
+  round,
+  sleep,
+} from '../common.js';
+import { connectPg, dropSchemaPg, settle } from '../pg.js';
+
+const { values: args } = parseArgs({
+  options: {
+    rate: { type: 'string', default: '200' },
+    seconds: { type: 'string', default: '10' },
+    history: { type: 'string', default: '0' },
+  },
+});
+const RATE = Number(args.rate);
+const SECONDS = Number(args.seconds);
+
+async function main(): Promise<void> {
+  const schema = newSchemaName();
+  const channel = `${schema}_wake`;
+  const sequelize = openSequelize(12);
+  const starts = new Map<number, number>();
+  const outbox = createOutbox(
+    benchConfig('probe-handler', (e) => starts.set((e.payload as { n: number }).n, nowMs())),
+    { sequelize, schema, wakeup: listenNotifyWakeup({ channel }), logger: silentLogger },
+  );
+  const producer = await connectPg('claim-in-relay-producer');
+  try {
+    await outbox.migrate();
+    const history = Number(args.history);
+    if (history > 0) {
+      await producer.query(`
+        WITH e AS (
+          INSERT INTO "${schema}".outbox_events (uuid, name, payload, occurred_at)
+          SELECT gen_random_uuid(), 'bench.Ping', jsonb_build_object('n', -g, 'note', 'history'), now()
+          FROM generate_series(1, ${history}) g RETURNING id
+        )
+        INSERT INTO "${schema}".outbox_deliveries (event_id, receiver_key, status, attempts, max_attempts,
+                                                   available_at, completed_at, succeeded_at)
+        SELECT id, 'noop', 'succeeded', 1, 25, now(), now(), now() FROM e`);
+    }
+    await settle(schema);
+    // The claim's stamps, by event number of each row it took.
+    const claimStart = new Map<number, number>();
+    const claimEnd = new Map<number, number>();
+    const { store } = runtimeOf(outbox);
+    const claim = store.claim.bind(store);
+    store.claim = async (o: ClaimOptions) => {
+      const started = nowMs();
+      const rows = await claim(o);
+      const ended = nowMs();
+      for (const r of rows) {
+        const n = (r.event.payload as { n: number }).n;
+        claimStart.set(n, started);
+        claimEnd.set(n, ended);
+      }
+      return rows;
+    };
+    await sequelize.authenticate();
+    const stop = new AbortController();
+    const running = outbox.runRelay({
+      signal: stop.signal,
+      workerId: 'claim-in-relay',
+      batchSize: 100,
+      concurrency: 10,
+      pollIntervalMs: 1000,
+    });
+    await sleep(500);
+    const insert = bareStatements(schema).insertAndNotify;
+    const committed = new Map<number, number>();
+    const total = Math.round(RATE * (SECONDS + 1));
+    const t0 = nowMs() + 50;
+    for (let n = 0; n < total; n++) {
+      const due = t0 + (n * 1000) / RATE;
+      const wait = due - nowMs();
+      if (wait > 1) await sleep(wait - 1);
+      while (nowMs() < due) {
+        // spin the last millisecond, as the bench's producer does
+      }
+      await producer.query('BEGIN');
+      await producer.query({
+        name: 'produce',
+        text: insert,
+        values: [
+          crypto.randomUUID(),
+          'bench.Ping',
+          JSON.stringify({ n, note: 'latency' }),
+          new Date(),
+          'noop',
+          channel,
+        ],
+      });
+      await producer.query('COMMIT');
+      committed.set(n, nowMs());
+    }
+    const deadline = nowMs() + 3000;
+    while (starts.size < total && nowMs() < deadline) await sleep(20);
+    stop.abort();
+    await running;
+    const parts: Record<string, number[]> = {
+      commitToClaimStart: [],
+      claim: [],
+      claimEndToStart: [],
+      commitToStart: [],
+    };
+    for (let n = Math.round(RATE); n < total; n++) {
+      const c = committed.get(n);
+      const s = starts.get(n);
+      const cs = claimStart.get(n);
+      const ce = claimEnd.get(n);
+      if (c === undefined || s === undefined || cs === undefined || ce === undefined) continue;
+      parts.commitToClaimStart.push(cs - c);
+      parts.claim.push(ce - cs);
+      parts.claimEndToStart.push(s - ce);
+      parts.commitToStart.push(s - c);
+    }
+    const out: Record<string, unknown> = { bench: 'claim-in-relay', rate: RATE, history };
+    for (const [k, v] of Object.entries(parts)) {
+      v.sort((a, b) => a - b);
+      out[k] = {
+        p50: round(quantile(v, 0.5)),
+        p90: round(quantile(v, 0.9)),
+        p99: round(quantile(v, 0.99)),
+        n: v.length,
+      };
+    }
+    process.stdout.write(`${JSON.stringify(out)}\n`);
+  } finally {
+    await producer.end();
+    await outbox.close();
+    await sequelize.close();
+    await dropSchemaPg(schema);
+  }
+}
+
+await main();
