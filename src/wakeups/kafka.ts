@@ -5,6 +5,7 @@ import { ConfigurationError } from '../errors/outbox-error.js';
 import { consoleLogger, type OutboxLogger } from '../observe/logger.js';
 import type { Scheduler } from '../runtime.js';
 import { checkBrokers, isKafkaTopic, loadKafkajs } from '../transports/kafka/load-kafkajs.js';
+import { withinMs } from '../transports/promises.js';
 import { checkMaxFailures, reconnectingSubscription } from './reconnecting-subscription.js';
 import type { OutboxWakeup, WakeupListenContext } from './wakeup.js';
 
@@ -266,17 +267,4 @@ function topicsOf(value: Buffer | null): readonly string[] {
     // not JSON: a bare ping still wakes the relays
   }
   return [];
-}
-
-/** Wait for `promise` at most `ms` (never rejects): a best-effort release. */
-async function withinMs(promise: Promise<unknown>, ms: number): Promise<void> {
-  let timer: NodeJS.Timeout | undefined;
-  await Promise.race([
-    promise.catch(() => {}),
-    new Promise<void>((resolve) => {
-      timer = setTimeout(resolve, ms);
-      timer.unref();
-    }),
-  ]);
-  clearTimeout(timer);
 }

@@ -22,6 +22,7 @@ import type {
 import { ConfigurationError } from '../../errors/outbox-error.js';
 import { PermanentFailure } from '../../errors/signals.js';
 import { getBody, getHeaders, getKey } from '../message.js';
+import { abortable, withinMs } from '../promises.js';
 import { checkBrokers, isKafkaTopic, loadKafkajs } from './load-kafkajs.js';
 
 /** One record as the transport hands it to a producer (kafkajs's `Message`). */
@@ -333,49 +334,6 @@ function permanent(type: string, error: unknown): PermanentFailure {
 /** How long `close()` waits for the producer to disconnect before leaving it. */
 const CLOSE_WAIT_MS = 2_000;
 
-/** Wait for `promise` at most `ms` (never rejects): a best-effort release. */
-async function withinMs(promise: Promise<unknown>, ms: number): Promise<void> {
-  let timer: NodeJS.Timeout | undefined;
-  await Promise.race([
-    promise.catch(() => {}),
-    new Promise<void>((resolve) => {
-      timer = setTimeout(resolve, ms);
-      timer.unref();
-    }),
-  ]);
-  clearTimeout(timer);
-}
-
 function closedError(): Error {
   return new Error('the kafka transport is closed');
-}
-
-/**
- * Settle with `promise`, or reject with the signal's reason as soon as it aborts: a send
- * stuck on an unresponsive broker must not hold a stopping relay. A produce request
- * already written may still be applied; the items are then reported failed and sent again
- * (at least once), never reported sent without the broker's acknowledgement.
- */
-function abortable<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
-  if (signal.aborted) {
-    promise.catch(() => {});
-    return Promise.reject(signal.reason);
-  }
-  return new Promise<T>((resolve, reject) => {
-    const onAbort = () => {
-      promise.catch(() => {});
-      reject(signal.reason);
-    };
-    signal.addEventListener('abort', onAbort, { once: true });
-    promise.then(
-      (value) => {
-        signal.removeEventListener('abort', onAbort);
-        resolve(value);
-      },
-      (error: unknown) => {
-        signal.removeEventListener('abort', onAbort);
-        reject(error);
-      },
-    );
-  });
 }

@@ -6,6 +6,7 @@ import type {
   OutboxEvent,
 } from '../../declare/types.js';
 import { ConfigurationError } from '../../errors/outbox-error.js';
+import { abortable } from '../promises.js';
 import { redisStreamFields } from './entry.js';
 import { checkRedisUrl, loadIoRedis, quitOrDrop } from './load-ioredis.js';
 
@@ -205,28 +206,4 @@ function isStreamName(name: unknown): name is string {
 
 function closedError(): Error {
   return new Error('redisStreams transport is closed');
-}
-
-/**
- * Settle with `promise`, or reject with the signal's reason as soon as it aborts: a send
- * stuck on an unresponsive Redis must not hold a stopping relay. A command already written
- * may still be applied by Redis afterwards; the item is then reported failed and sent
- * again (at least once), never reported sent without Redis's answer.
- */
-function abortable<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
-  if (signal.aborted) return Promise.reject(signal.reason);
-  return new Promise<T>((resolve, reject) => {
-    const onAbort = () => reject(signal.reason);
-    signal.addEventListener('abort', onAbort, { once: true });
-    promise.then(
-      (value) => {
-        signal.removeEventListener('abort', onAbort);
-        resolve(value);
-      },
-      (error: unknown) => {
-        signal.removeEventListener('abort', onAbort);
-        reject(error);
-      },
-    );
-  });
 }
