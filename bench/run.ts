@@ -61,6 +61,8 @@ const OPTIONS = {
   'claim-prune-events': { type: 'string', default: '1000000' },
   'claim-prune-wave': { type: 'string', default: '20000' },
   'claim-prune-pruner': { type: 'string', default: 'on,off' },
+  'claim-prune-explain': { type: 'string', default: '0' },
+  'claim-prune-storage': { type: 'string', default: '' },
 } as const;
 
 function positiveInt(name: string, text: string): number {
@@ -165,6 +167,8 @@ async function main(): Promise<void> {
       events: positiveInt('claim-prune-events', values['claim-prune-events']),
       wave: positiveInt('claim-prune-wave', values['claim-prune-wave']),
       pruner,
+      explainEvery: Number(values['claim-prune-explain']),
+      deliveriesStorage: values['claim-prune-storage'],
     });
   }
   if (only.has('write')) {
