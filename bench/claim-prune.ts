@@ -32,6 +32,7 @@ import {
   round,
   sleep,
 } from './common.js';
+import { startAutovacuumEmulator } from './experiments/autovacuum-emulator.js';
 import { openClaimProbe } from './experiments/claim-prune-probe.js';
 import { settle } from './pg.js';
 
@@ -59,6 +60,12 @@ export interface ClaimPruneBenchOptions {
    * before a migration sets it. Empty: the migrations' own.
    */
   readonly deliveriesStorage?: string;
+  /**
+   * Emulate autovacuum every this many seconds (its naptime) beside the run, for a server
+   * running without it (experiments/autovacuum-emulator.ts; the CI server has
+   * `autovacuum = off`). 0: none.
+   */
+  readonly autovacuumNaptime?: number;
 }
 
 /** The idle sweep's interval in the `sweep` run (production's default is 300 s). */
@@ -153,6 +160,10 @@ async function runOnce(o: ClaimPruneBenchOptions, mode: 'loop' | 'sweep' | 'off'
 
     let pruned = 0;
     let pruneCalls = 0;
+    const autovacuum =
+      (o.autovacuumNaptime ?? 0) > 0
+        ? await startAutovacuumEmulator(schema, o.autovacuumNaptime ?? 0)
+        : undefined;
     const every = o.explainEvery ?? 0;
     const probe = every > 0 ? await openClaimProbe(schema) : undefined;
     let sampledClaims = 0;
@@ -165,6 +176,7 @@ async function runOnce(o: ClaimPruneBenchOptions, mode: 'loop' | 'sweep' | 'off'
         figure: 'claim-buffers',
         pruner: mode,
         storage: storage.opts,
+        autovacuumNaptime: o.autovacuumNaptime ?? 0,
         claimedSoFar: claimed,
         prunedSoFar: pruned,
         seconds: round((performance.now() - started) / 1000),
@@ -225,6 +237,7 @@ async function runOnce(o: ClaimPruneBenchOptions, mode: 'loop' | 'sweep' | 'off'
     stop.abort();
     await relay;
     await prunerDone;
+    const vacuums = (await autovacuum?.stop()) ?? null;
     await probing;
     await probeOnce(true);
     await probe?.close();
@@ -238,6 +251,8 @@ async function runOnce(o: ClaimPruneBenchOptions, mode: 'loop' | 'sweep' | 'off'
       figure: 'claim-while-pruning',
       pruner: mode,
       storage: storage.opts,
+      autovacuumNaptime: o.autovacuumNaptime ?? 0,
+      vacuums,
       events: o.events,
       wave: o.wave,
       claims: claims.length,

@@ -63,6 +63,7 @@ const OPTIONS = {
   'claim-prune-pruner': { type: 'string', default: 'on,off' },
   'claim-prune-explain': { type: 'string', default: '0' },
   'claim-prune-storage': { type: 'string', default: '' },
+  'claim-prune-autovacuum': { type: 'string', default: '0' },
 } as const;
 
 function positiveInt(name: string, text: string): number {
@@ -169,6 +170,7 @@ async function main(): Promise<void> {
       pruner,
       explainEvery: Number(values['claim-prune-explain']),
       deliveriesStorage: values['claim-prune-storage'],
+      autovacuumNaptime: Number(values['claim-prune-autovacuum']),
     });
   }
   if (only.has('write')) {
