@@ -5,6 +5,8 @@
  *   npm run bench                              # everything (about 3 minutes)
  *   npm run bench -- --only drain,latency      # some of: environment, explain, drain, latency, write
  *   npm run bench -- --only prune,claim-prune  # the prune figures (not in the default run)
+ *   npm run bench -- --only claim-prune --claim-prune-explain 100000 --claim-prune-autovacuum 60
+ *                                              # with the claim's buffers sampled, autovacuum emulated (issue 9)
  *   npm run bench -- --events 20000            # a smaller backlog for the drains
  *   npm run bench -- --only redis-streams      # relay to Redis Streams vs a raw ioredis loop
  *   npm run bench -- --receivers noop-handler,bare-handler --relays 4
