@@ -32,6 +32,8 @@ import {
   round,
   sleep,
 } from './common.js';
+import { startAutovacuumEmulator } from './experiments/autovacuum-emulator.js';
+import { openClaimProbe } from './experiments/claim-prune-probe.js';
 import { settle } from './pg.js';
 
 export interface ClaimPruneBenchOptions {
@@ -46,6 +48,24 @@ export interface ClaimPruneBenchOptions {
    * runs); `off`, nothing (the history grows: the baseline).
    */
   readonly pruner: readonly ('loop' | 'sweep' | 'off')[];
+  /**
+   * Every this many events claimed (and once at the end), what the claim reads in buffers,
+   * the tables' dead tuples and autovacuums, the indexes' sizes (issue 9's instrumentation,
+   * experiments/claim-prune-probe.ts): one `claim-buffers` line each. 0: none.
+   */
+  readonly explainEvery?: number;
+  /**
+   * Storage parameters set on the deliveries table after `migrate()`, before the run
+   * (`ALTER TABLE … SET (…)`, e.g. `autovacuum_vacuum_scale_factor=0`), to try a setting
+   * before a migration sets it. Empty: the migrations' own.
+   */
+  readonly deliveriesStorage?: string;
+  /**
+   * Emulate autovacuum every this many seconds (its naptime) beside the run, for a server
+   * running without it (experiments/autovacuum-emulator.ts; the CI server has
+   * `autovacuum = off`). 0: none.
+   */
+  readonly autovacuumNaptime?: number;
 }
 
 /** The idle sweep's interval in the `sweep` run (production's default is 300 s). */
@@ -109,6 +129,11 @@ async function runOnce(o: ClaimPruneBenchOptions, mode: 'loop' | 'sweep' | 'off'
       logger: silentLogger,
     });
     await outbox.migrate();
+    if (o.deliveriesStorage)
+      await feeder.query(`ALTER TABLE "${schema}".outbox_deliveries SET (${o.deliveriesStorage})`);
+    const [[storage]] = (await feeder.query(
+      `SELECT coalesce(array_to_string(reloptions, ','), '') AS opts FROM pg_class WHERE oid = '"${schema}".outbox_deliveries'::regclass`,
+    )) as [{ opts: string }[], unknown];
     const pruning = createOutbox(config, {
       sequelize: prunerDb,
       schema,
@@ -135,6 +160,42 @@ async function runOnce(o: ClaimPruneBenchOptions, mode: 'loop' | 'sweep' | 'off'
 
     let pruned = 0;
     let pruneCalls = 0;
+    const autovacuum =
+      (o.autovacuumNaptime ?? 0) > 0
+        ? await startAutovacuumEmulator(schema, o.autovacuumNaptime ?? 0)
+        : undefined;
+    const every = o.explainEvery ?? 0;
+    const probe = every > 0 ? await openClaimProbe(schema) : undefined;
+    let sampledClaims = 0;
+    const probeOnce = async (final: boolean) => {
+      if (!probe) return;
+      const since = claims.slice(sampledClaims).map((c) => c.ms);
+      sampledClaims = claims.length;
+      emit({
+        bench: 'prune',
+        figure: 'claim-buffers',
+        pruner: mode,
+        storage: storage.opts,
+        autovacuumNaptime: o.autovacuumNaptime ?? 0,
+        claimedSoFar: claimed,
+        prunedSoFar: pruned,
+        seconds: round((performance.now() - started) / 1000),
+        relayClaimMsSinceLast: since.length > 0 ? spread(since) : null,
+        ...(await probe.sample(final)),
+      });
+    };
+    const probing = (async () => {
+      if (!probe) return;
+      let next = 0;
+      while (!stop.signal.aborted && claimed < o.events) {
+        if (claimed >= next) {
+          await probeOnce(false);
+          next += every;
+        }
+        await sleep(100);
+      }
+    })();
+
     const prunerDone = (async () => {
       if (!pruner) return;
       while (!stop.signal.aborted) {
@@ -176,6 +237,10 @@ async function runOnce(o: ClaimPruneBenchOptions, mode: 'loop' | 'sweep' | 'off'
     stop.abort();
     await relay;
     await prunerDone;
+    const vacuums = (await autovacuum?.stop()) ?? null;
+    await probing;
+    await probeOnce(true);
+    await probe?.close();
 
     const [[history]] = (await feeder.query(
       `SELECT count(*)::int AS n FROM "${schema}".outbox_events`,
@@ -185,6 +250,9 @@ async function runOnce(o: ClaimPruneBenchOptions, mode: 'loop' | 'sweep' | 'off'
       bench: 'prune',
       figure: 'claim-while-pruning',
       pruner: mode,
+      storage: storage.opts,
+      autovacuumNaptime: o.autovacuumNaptime ?? 0,
+      vacuums,
       events: o.events,
       wave: o.wave,
       claims: claims.length,

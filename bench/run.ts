@@ -5,6 +5,8 @@
  *   npm run bench                              # everything (about 3 minutes)
  *   npm run bench -- --only drain,latency      # some of: environment, explain, drain, latency, write
  *   npm run bench -- --only prune,claim-prune  # the prune figures (not in the default run)
+ *   npm run bench -- --only claim-prune --claim-prune-explain 100000 --claim-prune-autovacuum 60
+ *                                              # with the claim's buffers sampled, autovacuum emulated (issue 9)
  *   npm run bench -- --events 20000            # a smaller backlog for the drains
  *   npm run bench -- --only redis-streams      # relay to Redis Streams vs a raw ioredis loop
  *   npm run bench -- --receivers noop-handler,bare-handler --relays 4
@@ -61,6 +63,9 @@ const OPTIONS = {
   'claim-prune-events': { type: 'string', default: '1000000' },
   'claim-prune-wave': { type: 'string', default: '20000' },
   'claim-prune-pruner': { type: 'string', default: 'on,off' },
+  'claim-prune-explain': { type: 'string', default: '0' },
+  'claim-prune-storage': { type: 'string', default: '' },
+  'claim-prune-autovacuum': { type: 'string', default: '0' },
 } as const;
 
 function positiveInt(name: string, text: string): number {
@@ -165,6 +170,9 @@ async function main(): Promise<void> {
       events: positiveInt('claim-prune-events', values['claim-prune-events']),
       wave: positiveInt('claim-prune-wave', values['claim-prune-wave']),
       pruner,
+      explainEvery: Number(values['claim-prune-explain']),
+      deliveriesStorage: values['claim-prune-storage'],
+      autovacuumNaptime: Number(values['claim-prune-autovacuum']),
     });
   }
   if (only.has('write')) {
