@@ -155,8 +155,8 @@ function variants(t: TableNames): Variant[] {
       name: 'json',
       text: sql.insertEventsJson,
       bind: (events) => [
-        ...bindJsonColumns(events, EVENT_INSERT_COLUMNS),
-        ...bindJsonColumns(deliveriesOf(events), KEYED_DELIVERY_COLUMNS),
+        ...(bindJsonColumns(events, EVENT_INSERT_COLUMNS) ?? []),
+        ...(bindJsonColumns(deliveriesOf(events), KEYED_DELIVERY_COLUMNS) ?? []),
         CHANNEL,
       ],
     },

@@ -98,29 +98,41 @@ const fromJsonText = (value: string, type: SqlType): string =>
  * A table of rows read from one JSON array per column, `$first` on (see
  * {@link bindJsonColumns}), as `alias`: `json_array_elements_text` of each, zipped by
  * `ROWS FROM` in array order as `unnest` zips PostgreSQL arrays (a JSON `null` element
- * is SQL NULL), each cast to its column's type.
+ * is SQL NULL), each cast to its column's type, and `ordinal`, the row's place (from 1).
  */
 export function jsonColumnsParam<T>(
   first: number,
   alias: string,
   columns: readonly RowColumn<T>[],
 ): string {
-  return `(SELECT ${columns.map((c) => `${fromJsonText(`r.${c.name}`, c.type)} AS ${c.name}`).join(', ')}
+  return `(SELECT ${columns.map((c) => `${fromJsonText(`r.${c.name}`, c.type)} AS ${c.name}`).join(', ')}, r.ordinal
            FROM ROWS FROM (${columns.map((_, i) => `json_array_elements_text($${first + i}::json)`).join(', ')})
-             AS r(${columns.map((c) => c.name).join(', ')})) AS ${alias}`;
+             WITH ORDINALITY AS r(${columns.map((c) => c.name).join(', ')}, ordinal)) AS ${alias}`;
 }
 
 /**
  * The parameters {@link jsonColumnsParam} reads: one `JSON.stringify` per column (a Date
- * as its epoch milliseconds, a json column as its JSON text, a string).
+ * as its epoch milliseconds, a json column as its JSON text, a string). Undefined when a
+ * string holds a lone UTF-16 surrogate: JSON.stringify writes it as a `\udXXX` escape,
+ * which PostgreSQL's JSON parser rejects, where the arrays form stores it as U+FFFD (the
+ * UTF-8 encoder's replacement), so such a batch takes the arrays form and is stored alike.
+ * (The test is on the JSON text, so a string that merely spells `\ud800` also goes the
+ * arrays way, which is only slower.)
  */
-export function bindJsonColumns<T>(rows: readonly T[], columns: readonly RowColumn<T>[]): string[] {
-  return columns.map((c) =>
+export function bindJsonColumns<T>(
+  rows: readonly T[],
+  columns: readonly RowColumn<T>[],
+): string[] | undefined {
+  const bound = columns.map((c) =>
     JSON.stringify(
       c.type === 'timestamp' ? rows.map((r) => epochMsOf(c.value(r))) : rows.map(c.value),
     ),
   );
+  return bound.some((json) => LONE_SURROGATE_ESCAPE.test(json)) ? undefined : bound;
 }
+
+/** How JSON.stringify writes a lone surrogate (lower-case hex, D800–DFFF). */
+const LONE_SURROGATE_ESCAPE = /\\ud[89a-f]/;
 
 const epochMsOf = (v: string | number | boolean | Date | null): string | number | boolean | null =>
   v instanceof Date ? v.getTime() : v;
@@ -145,7 +157,7 @@ export function postgresInsert(
         ${keySlotLocks(t, keys)}
       ), e AS (
         INSERT INTO ${t.events} (${columnList(EVENT_INSERT_COLUMNS)})
-        SELECT * FROM ${rows(1, 'x', EVENT_INSERT_COLUMNS)}
+        SELECT ${form === 'json' ? columnList(EVENT_INSERT_COLUMNS) : '*'} FROM ${rows(1, 'x', EVENT_INSERT_COLUMNS)}
         WHERE (SELECT count(*) FROM l) >= 0 -- take the key locks before any sequence is drawn
         ON CONFLICT (idempotency_key) DO NOTHING
         RETURNING id, uuid, name, ordering_key
@@ -153,7 +165,12 @@ export function postgresInsert(
         INSERT INTO ${t.deliveries} (event_id, ${columnList(DELIVERY_INSERT_COLUMNS)}, ordering_key)
         SELECT e.id, ${DELIVERY_INSERT_COLUMNS.map((c) => `x.${c.name}`).join(', ')}, e.ordering_key
         FROM ${rows(DELIVERY_FIRST, 'x', KEYED_DELIVERY_COLUMNS)}
-        JOIN e ON e.uuid = x.event_uuid
+        JOIN e ON e.uuid = x.event_uuid${
+          // The join's output order is its plan's: the JSON form's plan (a hash on the
+          // input rather than on `e`) reversed an event's rows, so it draws the delivery
+          // ids in input order explicitly, as the arrays form's plan does.
+          form === 'json' ? ' ORDER BY x.ordinal' : ''
+        }
       )${
         notifyChannel
           ? `, n AS (SELECT pg_notify($${NOTIFY_CHANNEL_PARAM}, t.name) FROM (SELECT DISTINCT name FROM e) t)

@@ -180,12 +180,16 @@ export class PostgresStore extends SqlStore {
     const deliveries = events.flatMap((e) =>
       e.deliveries.map((delivery) => ({ eventUuid: e.uuid, delivery })),
     );
-    const json = events.length >= JSON_INSERT_FROM;
-    const bindRows = json ? bindJsonColumns : this.d.bindRows;
-    const bind: unknown[] = [
-      ...bindRows(events, EVENT_INSERT_COLUMNS),
-      ...bindRows(deliveries, KEYED_DELIVERY_COLUMNS),
-    ];
+    const jsonEvents =
+      events.length >= JSON_INSERT_FROM ? bindJsonColumns(events, EVENT_INSERT_COLUMNS) : undefined;
+    const jsonDeliveries = jsonEvents && bindJsonColumns(deliveries, KEYED_DELIVERY_COLUMNS);
+    const json = jsonDeliveries !== undefined;
+    const bind: unknown[] = json
+      ? [...(jsonEvents ?? []), ...jsonDeliveries]
+      : [
+          ...this.d.bindRows(events, EVENT_INSERT_COLUMNS),
+          ...this.d.bindRows(deliveries, KEYED_DELIVERY_COLUMNS),
+        ];
     if (this.notifyChannel) bind.push(this.notifyChannel);
     const { rows } = await this.#prepared<{ sequence: string; uuid: string }>(
       json ? this.#insertJsonName : this.#insertName,
