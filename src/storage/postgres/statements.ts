@@ -72,11 +72,13 @@ const epochMs = (column: string): string => `round(extract(epoch FROM ${column})
  * (`insertEventsJson`) rather than PostgreSQL arrays. node-postgres writes an array
  * parameter element by element in JavaScript (prepareValue, then arrayString and
  * escapeElement per value; a Date through its local-time formatter), where
- * `JSON.stringify` of a column is native code; the server reads either form about as
- * fast. bench/experiments/insert-events.ts (bench/README.md, "Measured here (issue 10,
- * the events' insert)"): at 1,000 and 10,000 events the JSON form takes three quarters
- * of the arrays form's time; at 1 to 100 events the two are within noise, so the arrays
- * form, `fire()`'s hot path (issue 7), is kept below this (at 100 it was the faster).
+ * `JSON.stringify` of a column is native code; the server spends a little more on the
+ * JSON form (10-30 %: a larger text to parse, the delivery rows sorted), the client much
+ * less. bench/experiments/insert-events.ts (bench/README.md, "Measured here (issue 10,
+ * the events' insert)"): at 1,000 and 10,000 events the JSON form takes 0.75-0.80 of the
+ * arrays form's time, at 300 0.82; at 1 to 100 events the two are within noise (at 100
+ * the arrays form was once the faster), so the arrays form, `fire()`'s hot path (issue
+ * 7), is kept below this.
  */
 export const JSON_INSERT_FROM = 250;
 
@@ -166,9 +168,10 @@ export function postgresInsert(
         SELECT e.id, ${DELIVERY_INSERT_COLUMNS.map((c) => `x.${c.name}`).join(', ')}, e.ordering_key
         FROM ${rows(DELIVERY_FIRST, 'x', KEYED_DELIVERY_COLUMNS)}
         JOIN e ON e.uuid = x.event_uuid${
-          // The join's output order is its plan's: the JSON form's plan (a hash on the
-          // input rather than on `e`) reversed an event's rows, so it draws the delivery
-          // ids in input order explicitly, as the arrays form's plan does.
+          // The join's output order is its plan's, and the JSON form's (its row counts
+          // unknown to the planner) wrote an event's delivery rows in reverse: it sorts
+          // them into input order, the order the arrays form's plan writes them in
+          // (test/storage/insert-forms.test.ts compares the two).
           form === 'json' ? ' ORDER BY x.ordinal' : ''
         }
       )${
