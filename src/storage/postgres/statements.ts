@@ -14,15 +14,16 @@ import {
   OUTCOME_COLUMNS,
 } from '../sql/columns.js';
 import { CLAIMED_COLUMNS, claimCandidates, heldBy, recordSet } from '../sql/conditions.js';
-import type { RowColumn } from '../sql/dialect.js';
+import type { RowColumn, SqlType } from '../sql/dialect.js';
 import { acknowledgeSql, sharedStatements } from '../sql/statements.js';
 import type { DeliveryRowInput } from '../store.js';
 import type { TableNames } from '../tables.js';
-import { postgresDialect as d } from './dialect.js';
+import { postgresDialect as d, pgArray } from './dialect.js';
 import { keySlotLocks } from './key-locks.js';
 
 export interface PostgresStatements {
   readonly insertEvents: string;
+  readonly insertEventsJson: string;
   readonly acknowledge: string;
   readonly claim: string;
   readonly record: string;
@@ -46,10 +47,10 @@ export const KEYED_DELIVERY_COLUMNS: readonly RowColumn<KeyedDelivery>[] = [
 ];
 
 /** Parameters of the insert: the event columns, then the delivery columns keyed by uuid. */
-const EVENT_PARAMS = EVENT_INSERT_COLUMNS.length; // $1..$11
+const EVENT_PARAMS = EVENT_INSERT_COLUMNS.length; // $1..$15
 const ORDERING_KEY_PARAM = EVENT_INSERT_COLUMNS.findIndex((c) => c.name === 'ordering_key') + 1;
-const DELIVERY_FIRST = EVENT_PARAMS + 1; // $12..$16: KEYED_DELIVERY_COLUMNS
-/** $17: the notify channel. */
+const DELIVERY_FIRST = EVENT_PARAMS + 1; // $16..$21: KEYED_DELIVERY_COLUMNS
+/** $22: the notify channel. */
 export const NOTIFY_CHANNEL_PARAM = DELIVERY_FIRST + KEYED_DELIVERY_COLUMNS.length;
 /** The record's token parameters, after the outcome arrays: $8 worker, $9 claimed at. */
 const RECORD_WORKER = `$${OUTCOME_COLUMNS.length + 1}`;
@@ -65,6 +66,122 @@ const MIXED_OK_AT = `$${OUTCOME_COLUMNS.length + 4}`;
  * client time per event; `toDate` reads a number as SQLite's times are read.
  */
 const epochMs = (column: string): string => `round(extract(epoch FROM ${column}) * 1000)::float8`;
+
+/**
+ * From how many events `insertEvents` binds its columns as JSON arrays
+ * (`insertEventsJson`) rather than PostgreSQL arrays. node-postgres writes an array
+ * parameter element by element in JavaScript (prepareValue, then arrayString and
+ * escapeElement per value; a Date through its local-time formatter), where
+ * `JSON.stringify` of a column is native code; the server spends a little more on the
+ * JSON form (10-30 %: a larger text to parse, the delivery rows sorted), the client much
+ * less. bench/experiments/insert-events.ts (bench/README.md, "Measured here (issue 10,
+ * the events' insert)"): at 1,000 and 10,000 events the JSON form takes 0.75-0.80 of the
+ * arrays form's time, at 300 0.82; at 1 to 100 events the two are within noise (at 100
+ * the arrays form was once the faster), so the arrays form, `fire()`'s hot path (issue
+ * 7), is kept below this.
+ */
+export const JSON_INSERT_FROM = 250;
+
+/** The PostgreSQL name of a value type: `bigint`, `timestamptz`, `jsonb`. */
+const pgType = (type: SqlType): string => pgArray(type).slice(0, -2);
+
+/**
+ * The value of one text element of a JSON column array as its column's type: a
+ * timestamp from epoch milliseconds (integer arithmetic, exact), anything else by its
+ * type's input function (a json column's JSON text cast to jsonb, as the arrays form's
+ * `jsonb[]` elements are).
+ */
+const fromJsonText = (value: string, type: SqlType): string =>
+  type === 'timestamp'
+    ? `'epoch'::timestamptz + ${value}::bigint * interval '1 millisecond'`
+    : `${value}::${pgType(type)}`;
+
+/**
+ * A table of rows read from one JSON array per column, `$first` on (see
+ * {@link bindJsonColumns}), as `alias`: `json_array_elements_text` of each, zipped by
+ * `ROWS FROM` in array order as `unnest` zips PostgreSQL arrays (a JSON `null` element
+ * is SQL NULL), each cast to its column's type, and `ordinal`, the row's place (from 1).
+ */
+export function jsonColumnsParam<T>(
+  first: number,
+  alias: string,
+  columns: readonly RowColumn<T>[],
+): string {
+  return `(SELECT ${columns.map((c) => `${fromJsonText(`r.${c.name}`, c.type)} AS ${c.name}`).join(', ')}, r.ordinal
+           FROM ROWS FROM (${columns.map((_, i) => `json_array_elements_text($${first + i}::json)`).join(', ')})
+             WITH ORDINALITY AS r(${columns.map((c) => c.name).join(', ')}, ordinal)) AS ${alias}`;
+}
+
+/**
+ * The parameters {@link jsonColumnsParam} reads: one `JSON.stringify` per column (a Date
+ * as its epoch milliseconds, a json column as its JSON text, a string). Undefined when a
+ * string holds a lone UTF-16 surrogate: JSON.stringify writes it as a `\udXXX` escape,
+ * which PostgreSQL's JSON parser rejects, where the arrays form stores it as U+FFFD (the
+ * UTF-8 encoder's replacement), so such a batch takes the arrays form and is stored alike.
+ * (The test is on the JSON text, so a string that merely spells `\ud800` also goes the
+ * arrays way, which is only slower.)
+ */
+export function bindJsonColumns<T>(
+  rows: readonly T[],
+  columns: readonly RowColumn<T>[],
+): string[] | undefined {
+  const bound = columns.map((c) =>
+    JSON.stringify(
+      c.type === 'timestamp' ? rows.map((r) => epochMsOf(c.value(r))) : rows.map(c.value),
+    ),
+  );
+  return bound.some((json) => LONE_SURROGATE_ESCAPE.test(json)) ? undefined : bound;
+}
+
+/** How JSON.stringify writes a lone surrogate (lower-case hex, D800–DFFF). */
+const LONE_SURROGATE_ESCAPE = /\\ud[89a-f]/;
+
+const epochMsOf = (v: string | number | boolean | Date | null): string | number | boolean | null =>
+  v instanceof Date ? v.getTime() : v;
+
+/**
+ * The insert of `postgresStatements().insertEvents` in one of its two forms: each column
+ * bound as a PostgreSQL array (`unnest`) or as a JSON array (`json_array_elements_text`),
+ * the same parameters in the same places. Nothing else differs.
+ */
+export function postgresInsert(
+  t: TableNames,
+  notifyChannel: string | undefined,
+  form: 'arrays' | 'json',
+): string {
+  const rows = form === 'json' ? jsonColumnsParam : d.rowsParam;
+  const keys =
+    form === 'json'
+      ? `ARRAY(SELECT json_array_elements_text($${ORDERING_KEY_PARAM}::json))`
+      : `$${ORDERING_KEY_PARAM}::text[]`;
+  return `
+      WITH l AS (
+        ${keySlotLocks(t, keys)}
+      ), e AS (
+        INSERT INTO ${t.events} (${columnList(EVENT_INSERT_COLUMNS)})
+        SELECT ${form === 'json' ? columnList(EVENT_INSERT_COLUMNS) : '*'} FROM ${rows(1, 'x', EVENT_INSERT_COLUMNS)}
+        WHERE (SELECT count(*) FROM l) >= 0 -- take the key locks before any sequence is drawn
+        ON CONFLICT (idempotency_key) DO NOTHING
+        RETURNING id, uuid, name, ordering_key
+      ), d AS (
+        INSERT INTO ${t.deliveries} (event_id, ${columnList(DELIVERY_INSERT_COLUMNS)}, ordering_key)
+        SELECT e.id, ${DELIVERY_INSERT_COLUMNS.map((c) => `x.${c.name}`).join(', ')}, e.ordering_key
+        FROM ${rows(DELIVERY_FIRST, 'x', KEYED_DELIVERY_COLUMNS)}
+        JOIN e ON e.uuid = x.event_uuid${
+          // The join's output order is its plan's, and the JSON form's (its row counts
+          // unknown to the planner) wrote an event's delivery rows in reverse: it sorts
+          // them into input order, the order the arrays form's plan writes them in
+          // (test/storage/insert-forms.test.ts compares the two).
+          form === 'json' ? ' ORDER BY x.ordinal' : ''
+        }
+      )${
+        notifyChannel
+          ? `, n AS (SELECT pg_notify($${NOTIFY_CHANNEL_PARAM}, t.name) FROM (SELECT DISTINCT name FROM e) t)
+      SELECT e.id::text AS sequence, e.uuid::text AS uuid, (SELECT count(*) FROM n) AS notified FROM e`
+          : `
+      SELECT e.id::text AS sequence, e.uuid::text AS uuid FROM e`
+      }`;
+}
 
 /** The PostgreSQL statements for these tables. */
 export function postgresStatements(
@@ -95,31 +212,17 @@ export function postgresStatements(
      * transaction; PostgreSQL sends it on commit, drops it on rollback, and folds repeats
      * within a transaction.
      *
-     * Params: $1..$11 the event columns as arrays (EVENT_INSERT_COLUMNS); $12..$16 the
-     * delivery columns as arrays, keyed by event uuid ($12); $17 the channel.
+     * Params: $1..$15 the event columns as arrays (EVENT_INSERT_COLUMNS); $16..$21 the
+     * delivery columns as arrays, keyed by event uuid ($16); $22 the channel.
      * Returns (sequence, uuid) of each event written.
      */
-    insertEvents: `
-      WITH l AS (
-        ${keySlotLocks(t, `$${ORDERING_KEY_PARAM}::text[]`)}
-      ), e AS (
-        INSERT INTO ${t.events} (${columnList(EVENT_INSERT_COLUMNS)})
-        SELECT * FROM ${d.rowsParam(1, 'x', EVENT_INSERT_COLUMNS)}
-        WHERE (SELECT count(*) FROM l) >= 0 -- take the key locks before any sequence is drawn
-        ON CONFLICT (idempotency_key) DO NOTHING
-        RETURNING id, uuid, name, ordering_key
-      ), d AS (
-        INSERT INTO ${t.deliveries} (event_id, ${columnList(DELIVERY_INSERT_COLUMNS)}, ordering_key)
-        SELECT e.id, ${DELIVERY_INSERT_COLUMNS.map((c) => `x.${c.name}`).join(', ')}, e.ordering_key
-        FROM ${d.rowsParam(DELIVERY_FIRST, 'x', KEYED_DELIVERY_COLUMNS)}
-        JOIN e ON e.uuid = x.event_uuid
-      )${
-        notifyChannel
-          ? `, n AS (SELECT pg_notify($${NOTIFY_CHANNEL_PARAM}, t.name) FROM (SELECT DISTINCT name FROM e) t)
-      SELECT e.id::text AS sequence, e.uuid::text AS uuid, (SELECT count(*) FROM n) AS notified FROM e`
-          : `
-      SELECT e.id::text AS sequence, e.uuid::text AS uuid FROM e`
-      }`,
+    insertEvents: postgresInsert(t, notifyChannel, 'arrays'),
+    /**
+     * The same statement for a large batch (from {@link JSON_INSERT_FROM} events), each
+     * of the same parameters a JSON array instead (see {@link jsonColumnsParam}): the same
+     * rows, sequences drawn in the same order, the same NOTIFY.
+     */
+    insertEventsJson: postgresInsert(t, notifyChannel, 'json'),
     /**
      * Claim up to $6 owed deliveries for worker $1 at claim time $2, leased until $3, read
      * against the clock $4 ($5 ignore backoff, $7 ids to leave out, $8 the only ids to

@@ -39,6 +39,8 @@ import {
 import { POSTGRES_PRUNE } from './prune.js';
 import { postgresRunner } from './runner.js';
 import {
+  bindJsonColumns,
+  JSON_INSERT_FROM,
   KEYED_DELIVERY_COLUMNS,
   type PostgresStatements,
   postgresClaim,
@@ -58,6 +60,8 @@ export class PostgresStore extends SqlStore {
   readonly #sql: PostgresStatements;
   /** The name fire()'s statement is prepared under: a hash of its text, so it never clashes. */
   readonly #insertName: string;
+  /** The name its JSON form, for large batches, is prepared under. */
+  readonly #insertJsonName: string;
   /** The names the relay's other hot statements are prepared under. */
   readonly #ackName: string;
   readonly #recordName: string;
@@ -77,6 +81,7 @@ export class PostgresStore extends SqlStore {
     super(sequelize, t, postgresDialect, postgresRunner(sequelize));
     this.#sql = postgresStatements(t, notifyChannel);
     this.#insertName = preparedName('insert', this.#sql.insertEvents);
+    this.#insertJsonName = preparedName('insert_json', this.#sql.insertEventsJson);
     this.#ackName = preparedName('ack', this.#sql.acknowledge);
     this.#claims = new ClaimStatements(
       { name: preparedName('claim', this.#sql.claim), text: this.#sql.claim },
@@ -162,7 +167,11 @@ export class PostgresStore extends SqlStore {
     });
   }
 
-  /** One statement for any number of events (see `postgresStatements().insertEvents`). */
+  /**
+   * One statement for any number of events (see `postgresStatements().insertEvents`): a
+   * large batch (from JSON_INSERT_FROM events) binds its columns as JSON arrays, which
+   * node-postgres sends without serialising each element in JavaScript.
+   */
   async insertEvents(
     events: readonly EventRowInput[],
     transaction: Transaction,
@@ -171,14 +180,20 @@ export class PostgresStore extends SqlStore {
     const deliveries = events.flatMap((e) =>
       e.deliveries.map((delivery) => ({ eventUuid: e.uuid, delivery })),
     );
-    const bind = [
-      ...this.d.bindRows(events, EVENT_INSERT_COLUMNS),
-      ...this.d.bindRows(deliveries, KEYED_DELIVERY_COLUMNS),
-    ];
+    const jsonEvents =
+      events.length >= JSON_INSERT_FROM ? bindJsonColumns(events, EVENT_INSERT_COLUMNS) : undefined;
+    const jsonDeliveries = jsonEvents && bindJsonColumns(deliveries, KEYED_DELIVERY_COLUMNS);
+    const json = jsonDeliveries !== undefined;
+    const bind: unknown[] = json
+      ? [...(jsonEvents ?? []), ...jsonDeliveries]
+      : [
+          ...this.d.bindRows(events, EVENT_INSERT_COLUMNS),
+          ...this.d.bindRows(deliveries, KEYED_DELIVERY_COLUMNS),
+        ];
     if (this.notifyChannel) bind.push(this.notifyChannel);
     const { rows } = await this.#prepared<{ sequence: string; uuid: string }>(
-      this.#insertName,
-      this.#sql.insertEvents,
+      json ? this.#insertJsonName : this.#insertName,
+      json ? this.#sql.insertEventsJson : this.#sql.insertEvents,
       bind,
       transaction,
     );

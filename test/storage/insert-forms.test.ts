@@ -1,0 +1,239 @@
+import { randomUUID } from 'node:crypto';
+import pg from 'pg';
+import { QueryTypes, type Transaction } from 'sequelize';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { JSON_INSERT_FROM } from '../../src/storage/postgres/statements.js';
+import { PostgresStore } from '../../src/storage/postgres.js';
+import type { EventRowInput } from '../../src/storage/store.js';
+import { type TableNames, tableNames } from '../../src/storage/tables.js';
+import { postgresTestSchema, postgresUrl, type TestDatabase } from '../../testing/databases.js';
+
+/**
+ * PostgreSQL's insert has two forms: below JSON_INSERT_FROM events each column is bound
+ * as a PostgreSQL array, from it as a JSON array (cheaper to send for a large batch). The
+ * forms must write the same rows, draw sequences in the same order and queue the same
+ * NOTIFY: the same inputs are written once as one batch of JSON_INSERT_FROM events (the
+ * JSON form) and once as batches of JSON_INSERT_FROM - 1 and 1 (the arrays form), into
+ * two sets of tables, and every stored column is compared as PostgreSQL prints it.
+ */
+describe.skipIf(!inject('pgAvailable'))(
+  'the insert’s two forms write the same rows [postgres]',
+  () => {
+    const CHANNEL = 'outboxkit_insert_forms';
+    let db: TestDatabase;
+    let jsonTables: TableNames;
+    let arrayTables: TableNames;
+    let viaJson: PostgresStore;
+    let viaArrays: PostgresStore;
+
+    beforeAll(async () => {
+      db = await postgresTestSchema();
+      jsonTables = tableNames('json_', db.outboxOptions.schema);
+      arrayTables = tableNames('arrays_', db.outboxOptions.schema);
+      viaJson = new PostgresStore(db.sequelize, jsonTables, CHANNEL);
+      viaArrays = new PostgresStore(db.sequelize, arrayTables, CHANNEL);
+      await viaJson.migrate();
+      await viaArrays.migrate();
+    });
+    afterAll(() => db.cleanup());
+
+    const T0 = Date.UTC(2030, 0, 1, 12, 30, 45, 123);
+    /** The n-th input: every column varied, awkward values among them. */
+    const input = (n: number): EventRowInput => {
+      const at = new Date(T0 + n * 1_001);
+      const odd = n % 2 === 1;
+      return {
+        uuid: randomUUID(),
+        name: ['order.Placed', 'order.Shipped', 'ünïcödé.事件'][n % 3] as string,
+        version: 1 + (n % 4),
+        payload: JSON.stringify(
+          n % 5 === 0
+            ? {
+                n,
+                text: 'emoji 😀, CJK 漢字, RTL עברית, combining é, quote " backslash \\ tab \t nl \n',
+                nested: {
+                  a: [1, 2.5, -3e-7, null, true, { deep: { deeper: ['x', { y: null }] } }],
+                },
+                big: 2 ** 60,
+              }
+            : n % 5 === 1
+              ? { n, long: `${'lorem ipsum '.repeat(20_000)}${n}` }
+              : n % 5 === 2
+                ? [n, 'an array payload', { k: 'v' }]
+                : n % 5 === 3
+                  ? null
+                  : `just a string ${n} with \u2028 line separator`,
+        ),
+        headers:
+          n % 3 === 0
+            ? 'null'
+            : n % 3 === 1
+              ? '{}'
+              : JSON.stringify({ traceparent: `00-${n}-01`, 'x-ünïcode': '✓', nested: { n } }),
+        orderingKey: n % 4 === 0 ? null : `key-${n % 7}-ключ`,
+        idempotencyKey: n % 6 === 0 ? `idem-${n}-🔑` : null,
+        occurredAt: new Date(T0 - n * 3_600_000 - (n % 1000)),
+        recordedAt: at,
+        retentionSeconds: odd ? 86_400 * n : null,
+        deleteWhen: odd ? 'delivered' : null,
+        actor: n % 3 === 2 ? `user:${n}` : null,
+        correlationId: odd ? randomUUID() : null,
+        causedBy: n % 8 === 0 ? String(9_007_199_254_740_993n + BigInt(n)) : null,
+        suppressedReason: n % 9 === 0 ? 'suppressed: "why" — ü' : null,
+        deliveries:
+          n % 9 === 0
+            ? []
+            : Array.from({ length: 1 + (n % 3) }, (_, i) => ({
+                receiverKey: `r.${i}-ü`,
+                target: i === 0 ? '' : `endpoint-${i}`,
+                maxAttempts: 1 + i + (n % 10),
+                availableAt: new Date(at.getTime() + i),
+                dueAt: i === 1 ? new Date(at.getTime() + 60_000 + i) : null,
+              })),
+      };
+    };
+
+    /** Every stored column of both tables, as PostgreSQL prints it (jsonb, timestamptz, bigint). */
+    const stored = async (t: TableNames) => {
+      const events = await db.sequelize.query<Record<string, string | null>>(
+        `SELECT id::text, uuid::text, name, version::text, payload::text, headers::text,
+              ordering_key, idempotency_key, to_char(occurred_at AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS.US') AS occurred_at,
+              to_char(recorded_at AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS.US') AS recorded_at,
+              retention_seconds::text, delete_when, actor, correlation_id, caused_by::text,
+              suppressed_reason, payload IS NULL AS payload_sql_null, headers IS NULL AS headers_sql_null,
+              jsonb_typeof(headers) AS headers_type
+       FROM ${t.events} ORDER BY id`,
+        { type: QueryTypes.SELECT },
+      );
+      const deliveries = await db.sequelize.query<Record<string, string | null>>(
+        `SELECT d.id::text, e.uuid::text AS event_uuid, d.event_id::text, d.receiver_key, d.target,
+              d.status, d.attempts::text, d.max_attempts::text, d.ordering_key,
+              to_char(d.available_at AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS.US') AS available_at,
+              to_char(d.due_at AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS.US') AS due_at
+       FROM ${t.deliveries} d JOIN ${t.events} e ON e.id = d.event_id ORDER BY d.id`,
+        { type: QueryTypes.SELECT },
+      );
+      return { events, deliveries };
+    };
+
+    const inTransaction = <T>(work: (tx: Transaction) => Promise<T>) =>
+      db.sequelize.transaction(work);
+
+    it('writes identical rows and sequences either way, just below and at the threshold', async () => {
+      expect(JSON_INSERT_FROM).toBeGreaterThan(1);
+      const inputs = Array.from({ length: JSON_INSERT_FROM }, (_, n) => input(n));
+      const json = await inTransaction((tx) => viaJson.insertEvents(inputs, tx));
+      const arrays = await inTransaction(async (tx) => [
+        ...(await viaArrays.insertEvents(inputs.slice(0, -1), tx)),
+        ...(await viaArrays.insertEvents(inputs.slice(-1), tx)),
+      ]);
+      // Both answer every input, in input order, with sequences drawn in input order.
+      expect(json.map((w) => w.uuid)).toEqual(inputs.map((e) => e.uuid));
+      expect(json).toEqual(arrays);
+      expect(json.map((w) => BigInt(w.sequence))).toEqual(
+        [...json.map((w) => BigInt(w.sequence))].sort((a, b) => (a < b ? -1 : 1)),
+      );
+      const a = await stored(jsonTables);
+      const b = await stored(arrayTables);
+      expect(a.events).toHaveLength(JSON_INSERT_FROM);
+      expect(a.deliveries.length).toBeGreaterThan(JSON_INSERT_FROM);
+      expect(a).toEqual(b);
+      // And what they store is what went in.
+      const byUuid = new Map(a.events.map((e) => [e.uuid, e]));
+      for (const e of inputs) {
+        const row = byUuid.get(e.uuid);
+        expect(row?.payload === null ? null : JSON.parse(row?.payload ?? '')).toEqual(
+          JSON.parse(e.payload),
+        );
+        expect(row?.headers_sql_null).toBe(false);
+        expect(row?.caused_by).toBe(e.causedBy);
+        expect(row?.occurred_at).toBe(
+          e.occurredAt.toISOString().replace('T', ' ').replace('Z', '000'),
+        );
+      }
+      expect(a.events.filter((e) => e.headers_type === 'null')).toHaveLength(
+        inputs.filter((e) => e.headers === 'null').length,
+      );
+    });
+
+    it('stores a lone surrogate in a text column as the arrays form does (U+FFFD), at the threshold too', async () => {
+      const inputs = Array.from({ length: JSON_INSERT_FROM }, (_, n) => ({
+        ...input(20_000 + n),
+        actor: n === 5 ? 'user:\ud800:lone' : null,
+        deliveries: [],
+      }));
+      const json = await inTransaction((tx) => viaJson.insertEvents(inputs, tx));
+      const arrays = await inTransaction((tx) => viaArrays.insertEvents(inputs, tx));
+      expect(json.map((w) => w.uuid)).toEqual(arrays.map((w) => w.uuid));
+      const actor = (t: TableNames) =>
+        db.sequelize.query<{ actor: string }>(`SELECT actor FROM ${t.events} WHERE uuid = :uuid`, {
+          type: QueryTypes.SELECT,
+          replacements: { uuid: inputs[5]?.uuid },
+        });
+      expect(await actor(jsonTables)).toEqual([{ actor: 'user:\ufffd:lone' }]);
+      expect(await actor(arrayTables)).toEqual([{ actor: 'user:\ufffd:lone' }]);
+    });
+
+    it('skips a repeated idempotency key in the JSON form and answers it from the stored event', async () => {
+      const first = { ...input(6), idempotencyKey: `idem-${randomUUID()}` };
+      await inTransaction((tx) => viaJson.insertEvents([first], tx));
+      const batch = Array.from({ length: JSON_INSERT_FROM }, (_, n) => input(1000 + n * 6 + 1));
+      batch[7] = { ...input(12), idempotencyKey: first.idempotencyKey };
+      const written = await inTransaction((tx) => viaJson.insertEvents(batch, tx));
+      expect(written).toHaveLength(JSON_INSERT_FROM);
+      expect(written[7]).toMatchObject({ uuid: first.uuid, inserted: false });
+      expect(written.filter((w) => !w.inserted)).toHaveLength(1);
+      const [{ n }] = await db.sequelize.query<{ n: number }>(
+        `SELECT count(*)::int AS n FROM ${jsonTables.events} WHERE uuid = :uuid`,
+        { type: QueryTypes.SELECT, replacements: { uuid: batch[7]?.uuid } },
+      );
+      expect(n).toBe(0);
+    });
+
+    it('queues one NOTIFY per topic in the JSON form, sent on commit', async () => {
+      const listener = new pg.Client({ connectionString: postgresUrl() });
+      await listener.connect();
+      try {
+        const heard: string[] = [];
+        listener.on('notification', (m) => heard.push(m.payload ?? ''));
+        await listener.query(`LISTEN ${CHANNEL}`);
+        const batch = Array.from({ length: JSON_INSERT_FROM }, (_, n) => input(5000 + n));
+        await inTransaction((tx) => viaJson.insertEvents(batch, tx));
+        const topics = [...new Set(batch.map((e) => e.name))].sort();
+        for (let i = 0; i < 200 && heard.length < topics.length; i++) {
+          await new Promise((resolve) => setTimeout(resolve, 10));
+        }
+        expect([...heard].sort()).toEqual(topics);
+      } finally {
+        await listener.end();
+      }
+    });
+
+    it('takes the ordering keys’ locks in the JSON form: a writer of the same key waits', async () => {
+      const batch = Array.from({ length: JSON_INSERT_FROM }, (_, n) => ({
+        ...input(2 * n + 1),
+        orderingKey: n === 3 ? 'the-key' : null,
+      }));
+      const first = await db.sequelize.transaction();
+      await viaJson.insertEvents(batch, first);
+      const second = await db.sequelize.transaction();
+      let done = false;
+      const waiting = viaJson
+        .insertEvents([{ ...input(1), orderingKey: 'the-key' }], second)
+        .then((w) => {
+          done = true;
+          return w;
+        });
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      expect(done).toBe(false);
+      await first.commit();
+      const [late] = await waiting;
+      await second.commit();
+      const [{ seq }] = await db.sequelize.query<{ seq: string }>(
+        `SELECT id::text AS seq FROM ${jsonTables.events} WHERE uuid = :uuid`,
+        { type: QueryTypes.SELECT, replacements: { uuid: batch[3]?.uuid } },
+      );
+      expect(BigInt(late?.sequence ?? 0)).toBeGreaterThan(BigInt(seq));
+    });
+  },
+);
