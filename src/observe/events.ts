@@ -75,6 +75,14 @@ export class SafeEmitter {
     return () => this.#emitter.off(name, listener);
   }
 
+  /**
+   * Whether anyone listens to `name`: the relay asks before it builds a payload per
+   * delivery, so a process with no observer pays for none (no object, no clock read).
+   */
+  listens(name: keyof OutboxEventMap): boolean {
+    return this.#emitter.listenerCount(name) > 0;
+  }
+
   emit<K extends keyof OutboxEventMap>(name: K, payload: OutboxEventMap[K]): void {
     if (this.#emitter.listenerCount(name) === 0) return;
     for (const listener of this.#emitter.listeners(name)) {

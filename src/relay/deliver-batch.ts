@@ -95,8 +95,11 @@ export async function deliverBatch(
     counts,
     handedBack: run.unstarted.length + (record.unrecorded ? 0 : sorted.handBacks.length),
     lost: sorted.lost + record.lost,
-    rescheduledIds: record.recorded
-      .filter((v) => v.outcome.status === 'pending')
-      .map((v) => v.row.id),
+    // Looked for only when the batch had a NotYet (not a pass over every verdict per batch).
+    rescheduledIds: counts.pending
+      ? record.recorded.filter((v) => v.outcome.status === 'pending').map((v) => v.row.id)
+      : NONE,
   };
 }
+
+const NONE: readonly string[] = Object.freeze([]);

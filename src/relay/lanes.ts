@@ -143,6 +143,11 @@ export class LanePauses {
     this.#until.set(lane, Math.max(untilMs, this.#until.get(lane) ?? 0));
   }
 
+  /** Whether any lane is (or was, until {@link active} ends it) set aside: the hot path asks this before it reads the clock. */
+  get any(): boolean {
+    return this.#until.size > 0;
+  }
+
   /** Whether `lane` is set aside at `nowMs`. */
   isPaused(lane: string, nowMs: number): boolean {
     return (this.#until.get(lane) ?? Number.NEGATIVE_INFINITY) > nowMs;

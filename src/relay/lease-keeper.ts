@@ -49,12 +49,17 @@ export class LeaseKeeper {
    * already covers one whole lease of its receiver from now (a row that starts early in
    * its claim costs no write, and no promise: `undefined` then). A failed extension is
    * logged and the attempt goes on: the renewal timer tries again, and at worst the row is
-   * delivered twice (at least once).
+   * delivered twice (at least once). `nowMs` is the clock's now, read once by a caller
+   * that starts many rows at once (a `deliverBatch` call), else read here.
    */
-  beforeStart(row: ClaimedDelivery, receiver: ResolvedReceiver): Promise<void> | undefined {
+  beforeStart(
+    row: ClaimedDelivery,
+    receiver: ResolvedReceiver,
+    nowMs?: number,
+  ): Promise<void> | undefined {
     if (!this.#open.has(row.id)) return undefined;
     const seconds = receiverLeaseSeconds(this.#rt.config, receiver);
-    const wanted = this.#rt.clock().getTime() + seconds * 1000;
+    const wanted = (nowMs ?? this.#rt.clock().getTime()) + seconds * 1000;
     const held = this.#own.get(row.id)?.until ?? this.#claimUntil;
     if (held >= wanted) return undefined; // the hot path
     const own = { seconds, until: held };

@@ -63,6 +63,8 @@ export function planBatch(rt: Runtime, rows: readonly ClaimedDelivery[]): BatchP
   const settled: PlannedOutcome[] = [];
   const handlers: Task[] = [];
   const transports = new Map<ResolvedReceiver, PlannedItem[]>();
+  let lastReceiver: ResolvedReceiver | undefined;
+  let lastItems: PlannedItem[] | undefined;
   for (const row of rows) {
     const receiver = rt.config.receiver(row.receiverKey);
     if (receiver?.mode !== 'durable') {
@@ -89,9 +91,15 @@ export function planBatch(rt: Runtime, rows: readonly ClaimedDelivery[]): BatchP
     if (receiver.kind === 'handler') {
       handlers.push({ kind: 'handler', receiver, item: { row, event } });
     } else {
-      const items = transports.get(receiver) ?? [];
+      // A batch's rows mostly share a receiver: the last one's list, without a lookup.
+      let items = receiver === lastReceiver ? lastItems : transports.get(receiver);
+      if (items === undefined) {
+        items = [];
+        transports.set(receiver, items);
+      }
       items.push({ row, event });
-      transports.set(receiver, items);
+      lastReceiver = receiver;
+      lastItems = items;
     }
   }
   const tasks: Task[] = [...handlers];

@@ -88,10 +88,10 @@ export async function recordBatch(
       { error: sorted.handBacks[0].error, handedBack: rows.length },
     );
   }
-  const outcomes = [
-    ...sorted.verdicts.map((v) => v.outcome),
-    ...sorted.handBacks.map((h) => h.outcome),
-  ];
+  const outcomes: Outcome[] = new Array(sorted.verdicts.length + sorted.handBacks.length);
+  let n = 0;
+  for (const v of sorted.verdicts) outcomes[n++] = v.outcome;
+  for (const h of sorted.handBacks) outcomes[n++] = h.outcome;
   const written = await recordOutcomes(rt, outcomes, token, options);
   if (written === 'unrecorded') return { recorded: [], lost: 0, unrecorded: true };
   if (written === outcomes.length) return { recorded: sorted.verdicts, lost: 0, unrecorded: false };

@@ -16,6 +16,7 @@ export interface RecordedVerdict {
 
 /** Tell observers a handler's delivery committed (at once, not at the batch's end). */
 export function reportAcknowledged(rt: Runtime, row: ClaimedDelivery): void {
+  if (!rt.events.listens('relay:delivered')) return;
   rt.events.emit('relay:delivered', {
     deliveryId: row.id,
     receiverKey: row.receiverKey,
@@ -39,10 +40,21 @@ export async function reportVerdicts(
   verdicts: readonly RecordedVerdict[],
 ): Promise<Partial<Record<DeliveryStatus, number>>> {
   const counts: Partial<Record<DeliveryStatus, number>> = {};
+  // A batch's successes are told with one clock read (what `delayMs` is measured to), and
+  // only when someone listens: a relay without observers builds nothing per delivery.
+  const deliveredAt = rt.events.listens('relay:delivered') ? rt.clock().getTime() : undefined;
+  let failures = false;
   for (const v of verdicts) {
-    counts[v.outcome.status] = (counts[v.outcome.status] ?? 0) + 1;
+    const status = v.outcome.status;
+    counts[status] = (counts[status] ?? 0) + 1;
+    if (status === 'succeeded') {
+      if (deliveredAt !== undefined) emitDelivered(rt, v, deliveredAt);
+      continue;
+    }
     emitVerdict(rt, v);
+    if (status === 'failed' || status === 'dead') failures = true;
   }
+  if (!failures) return counts;
   for (const v of verdicts) {
     const { outcome, row, receiver } = v;
     if (!receiver?.onFailure || (outcome.status !== 'failed' && outcome.status !== 'dead'))
@@ -67,17 +79,19 @@ export async function reportVerdicts(
   return counts;
 }
 
+/** A recorded success, told to the listeners of `relay:delivered` (`atMs`: the batch's clock read). */
+function emitDelivered(rt: Runtime, { row, outcome: o }: RecordedVerdict, atMs: number): void {
+  rt.events.emit('relay:delivered', {
+    deliveryId: o.id,
+    receiverKey: row.receiverKey,
+    eventName: row.event.name,
+    attempt: o.attempts,
+    delayMs: atMs - row.event.recordedAt.getTime(),
+  });
+}
+
+/** A recorded verdict other than a success: its log line and its observer event. */
 function emitVerdict(rt: Runtime, { row, outcome: o, error }: RecordedVerdict): void {
-  if (o.status === 'succeeded') {
-    rt.events.emit('relay:delivered', {
-      deliveryId: o.id,
-      receiverKey: row.receiverKey,
-      eventName: row.event.name,
-      attempt: o.attempts,
-      delayMs: rt.clock().getTime() - row.event.recordedAt.getTime(),
-    });
-    return;
-  }
   const about = { deliveryId: o.id, receiverKey: row.receiverKey, eventName: row.event.name };
   switch (o.status) {
     case 'failed': {
@@ -112,6 +126,8 @@ function emitVerdict(rt: Runtime, { row, outcome: o, error }: RecordedVerdict): 
       return;
     case 'pending':
       return; // a NotYet: moved to its time, nothing happened
+    case 'succeeded':
+      return; // told by emitDelivered
   }
 }
 

@@ -220,7 +220,8 @@ export async function runRelay(rt: Runtime, options: RunRelayOptions = {}): Prom
   // lane's unstarted rows are handed back, and claims leave it out until the pause ends.
   const pauses = new LanePauses();
   const lanesControl: LaneControl = {
-    setAside: (lane) => pauses.isPaused(lane, now().getTime()),
+    // Asked once per task: no clock read while no lane is paused (the common case).
+    setAside: (lane) => pauses.any && pauses.isPaused(lane, now().getTime()),
     defer: (lane, seconds) => {
       pauses.pause(lane, now().getTime() + seconds * 1000);
       rt.logger.info(

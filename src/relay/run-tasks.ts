@@ -54,32 +54,34 @@ export async function runTasks(
   const unstarted: ClaimedDelivery[] = [];
   const faulted: ClaimedDelivery[] = [];
   let next = 0;
+  /** Take one row's result: settle its lease if its fate is written, report, pause a lane. */
+  const settled = (result: AttemptResult): void => {
+    if (result.kind === 'acknowledged') reportAcknowledged(rt, result.row);
+    // A row whose fate is already written (acknowledged with the handler's work, or
+    // lost to another worker) needs no lease; a verdict still to be recorded keeps it.
+    if (result.kind === 'acknowledged' || result.kind === 'lost') lease.settle([result.row.id]);
+    // Only a failure can be a deferral (a success carries no error).
+    if (result.kind === 'outcome' && laneControl && result.error !== undefined) {
+      const pause = deferralPause(rt, result.receiver, result.outcome, result.error);
+      if (pause !== undefined) laneControl.defer(result.receiver.lane, pause);
+    }
+    results.push(result);
+  };
   const worker = async (): Promise<void> => {
     while (next < tasks.length) {
       const task = tasks[next++];
-      const rows = rowsOf(task);
       if (options.stop?.aborted || laneControl?.setAside(task.receiver.lane)) {
-        unstarted.push(...rows);
+        unstarted.push(...rowsOf(task));
         continue;
       }
       try {
-        const done =
-          task.kind === 'handler'
-            ? [await runHandler(rt, task, token, lease, options.stop)]
-            : await runTransport(rt, task, lease, options.stop);
-        for (const result of done) {
-          if (result.kind === 'acknowledged') reportAcknowledged(rt, result.row);
-          // A row whose fate is already written (acknowledged with the handler's work, or
-          // lost to another worker) needs no lease; a verdict still to be recorded keeps it.
-          if (result.kind === 'acknowledged' || result.kind === 'lost')
-            lease.settle([result.row.id]);
-          if (result.kind === 'outcome' && laneControl) {
-            const pause = deferralPause(rt, result.receiver, result.outcome, result.error);
-            if (pause !== undefined) laneControl.defer(result.receiver.lane, pause);
-          }
-          results.push(result);
+        if (task.kind === 'handler') {
+          settled(await runHandler(rt, task, token, lease, options.stop));
+        } else {
+          for (const result of await runTransport(rt, task, lease, options.stop)) settled(result);
         }
       } catch (error) {
+        const rows = rowsOf(task);
         faulted.push(...rows);
         rt.logger.error(
           `delivering ${rows.map((r) => `${r.id} (${r.receiverKey})`).join(', ')} failed inside the relay; handed back`,

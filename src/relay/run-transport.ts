@@ -94,12 +94,19 @@ async function attemptTransport(
 ): Promise<AttemptResult[]> {
   const { receiver, items } = task;
   const delivery = receiver.delivery!;
+  // One clock read for the call's rows, read again only after an extension was awaited.
+  let nowMs = rt.clock().getTime();
   for (const { row } of items) {
-    const extending = lease.beforeStart(row, receiver);
-    if (extending) await extending;
+    const extending = lease.beforeStart(row, receiver, nowMs);
+    if (extending) {
+      await extending;
+      nowMs = rt.clock().getTime();
+    }
   }
   const attempt = given ?? new Attempt(rt, receiver, items[0].row, stop);
-  let results: readonly (DeliveryResult | undefined)[];
+  // One result per item; undefined when every item went (a `deliverBatch` that resolved to
+  // nothing, a `deliver` that resolved): no list is built for the common case.
+  let results: readonly (DeliveryResult | undefined)[] | undefined;
   try {
     if (task.batched) {
       const batch: readonly DeliveryItem[] =
@@ -109,7 +116,7 @@ async function attemptTransport(
           context: new AttemptContext(receiver.key, item.row, attempt),
         }));
       const answered = await attempt.run(delivery.deliverBatch!(batch, { signal: attempt.signal }));
-      results = answered ?? items.map(() => SENT);
+      results = answered ?? undefined;
       if (answered && answered.length !== items.length) {
         const error = new TypeError(
           `${receiver.key}: deliverBatch resolved to ${answered.length} results for ${items.length} items; it must resolve to one per item (or to nothing when all went)`,
@@ -123,7 +130,7 @@ async function attemptTransport(
           calls ? calls[0].context : new AttemptContext(receiver.key, items[0].row, attempt),
         ),
       );
-      results = [SENT];
+      results = undefined;
     }
   } catch (error) {
     results = items.map(() => ({ status: 'failed', error }));
@@ -131,7 +138,10 @@ async function attemptTransport(
     if (!given) attempt.dispose();
   }
   const now = rt.clock();
-  return items.map(({ row }, i) => verdictOf(rt, task, attempt, row, results[i] ?? SENT, now));
+  const verdicts: AttemptResult[] = new Array(items.length);
+  for (let i = 0; i < items.length; i++)
+    verdicts[i] = verdictOf(rt, task, attempt, items[i].row, results?.[i] ?? SENT, now);
+  return verdicts;
 }
 
 /** What one item's result records. */

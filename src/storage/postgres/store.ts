@@ -1,7 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { Sequelize, Transaction } from 'sequelize';
 import { type Row, toStoredEvent } from '../rows.js';
-import { lastCompletion } from '../sql/batch-completion.js';
 import { ClaimStatements, claimShape } from '../sql/claim-filter.js';
 import { EVENT_INSERT_COLUMNS, OUTCOME_COLUMNS } from '../sql/columns.js';
 import { migrate } from '../sql/migrate.js';
@@ -219,18 +218,29 @@ export class PostgresStore extends SqlStore {
    */
   async recordOutcomes(outcomes: readonly Outcome[], token: ClaimToken): Promise<number> {
     if (outcomes.length === 0) return 0;
+    // One pass: the successes' ids (as one array literal, see bigintArrayLiteral) and their
+    // latest completion time (lastCompletion's), the other outcomes as they are.
     const okIds: string[] = [];
     const rest: Outcome[] = [];
+    let okAtMs = Number.NEGATIVE_INFINITY;
+    let okAt: Date | null = null;
     for (const o of outcomes) {
-      if (o.status === 'succeeded') okIds.push(o.id);
-      else rest.push(o);
+      if (o.status !== 'succeeded') {
+        rest.push(o);
+        continue;
+      }
+      okIds.push(o.id);
+      const at = o.completedAt;
+      if (at && at.getTime() > okAtMs) {
+        okAtMs = at.getTime();
+        okAt = at;
+      }
     }
-    const okAt = lastCompletion(outcomes);
     if (rest.length === 0) {
       const { rowCount } = await this.#pooled(
         this.#recordSucceededName,
         this.#sql.recordSucceeded,
-        [...this.tokenBind(token), okIds, okAt],
+        [...this.tokenBind(token), bigintArrayLiteral(okIds), okAt],
       );
       return rowCount ?? 0;
     }
@@ -241,7 +251,7 @@ export class PostgresStore extends SqlStore {
     }
     const { rows } = await this.#pooled(this.#recordMixedName, this.#sql.recordMixed, [
       ...restBind,
-      okIds,
+      bigintArrayLiteral(okIds),
       okAt,
     ]);
     return Number((rows[0] as { n: unknown }).n);
@@ -305,6 +315,21 @@ export class PostgresStore extends SqlStore {
     return lockEventsSql(this.t, by);
   }
 }
+
+/**
+ * A list of delivery ids as PostgreSQL's array literal, `{1,2,3}`, bound as one text value
+ * for a `$n::bigint[]` parameter. node-postgres would quote and escape every element of a
+ * JS array (its `escapeElement`: two regex replaces and a concatenation per id, the
+ * hottest of the record's client CPU); the ids are digits read back from the bigint
+ * column, which need neither. A list that is not digits and commas (never the relay's)
+ * goes as the JS array, quoted by node-postgres, so PostgreSQL's cast refuses it by name.
+ */
+export function bigintArrayLiteral(ids: readonly string[]): string | readonly string[] {
+  const joined = ids.join(',');
+  return DIGIT_LIST.test(joined) ? `{${joined}}` : ids;
+}
+
+const DIGIT_LIST = /^(?:[0-9]+(?:,[0-9]+)*)?$/;
 
 /** A prepared statement's name: a hash of its text, so two texts never share a name. */
 export function preparedName(kind: string, text: string): string {
