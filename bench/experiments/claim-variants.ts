@@ -41,7 +41,7 @@ import {
   CLAIMED_COLUMNS,
   claimCandidates,
   notHeldBack,
-  owed,
+  ready,
 } from '../../src/storage/sql/conditions.js';
 import { type TableNames, tableNames } from '../../src/storage/tables.js';
 import {
@@ -264,7 +264,7 @@ function withCondition(cands: string, condition: string): string {
 /** The owed scan alone: the partial index, the owed condition, no exclusions, no lock. */
 function ownedOnly(t: TableNames, useAll: string): string {
   return `SELECT c.id FROM ${t.deliveries} c
-          WHERE ${owed('c', '$4', '$5::boolean')} AND ${useAll}
+          WHERE ${ready('c', '$4', '$5::boolean')} AND ${useAll}
             AND $6::int > 0 AND $7::bigint[] IS NOT NULL AND $8::bigint[] IS NULL
           ORDER BY c.event_id, c.id LIMIT $6`;
 }

@@ -32,7 +32,7 @@ describeEachDialect('migrate()', (dialect) => {
       `SELECT version FROM ${db.outboxOptions.schema ? `"${db.outboxOptions.schema}".` : ''}"outbox_migrations" ORDER BY version`,
       { type: QueryTypes.SELECT },
     );
-    expect(versions).toEqual([{ version: 1 }, { version: 2 }]);
+    expect(versions).toEqual([{ version: 1 }, { version: 2 }, { version: 3 }]);
     // And the tables work from both connections.
     await a.fire('a.Happened', { n: 1 });
     await b.fire('a.Happened', { n: 2 });
@@ -50,8 +50,14 @@ describeEachDialect('migrate()', (dialect) => {
             `SELECT sql AS indexdef FROM sqlite_master WHERE type = 'index' AND tbl_name = 'outbox_deliveries' AND sql IS NOT NULL`,
             { type: QueryTypes.SELECT },
           );
-    const owed = rows.find((r) => r.indexdef.includes('outbox_deliveries_owed'));
-    expect(owed?.indexdef).toMatch(/WHERE .*status.*'pending'.*'failed'.*'claimed'/);
+    // The rows a claim can take by event sequence, and the claimed ones by lease end: the
+    // claim never steps over rows other batches hold (migration 3 replaced deliveries_owed).
+    const ready = rows.find((r) => r.indexdef.includes('outbox_deliveries_ready'));
+    expect(ready?.indexdef).toMatch(/\(event_id, id\) WHERE .*status.*'pending'.*'failed'/);
+    expect(ready?.indexdef).not.toMatch(/'claimed'/);
+    const leased = rows.find((r) => r.indexdef.includes('outbox_deliveries_leased'));
+    expect(leased?.indexdef).toMatch(/\(lease_until, id\) WHERE .*status.*'claimed'/);
+    expect(rows.some((r) => r.indexdef.includes('outbox_deliveries_owed'))).toBe(false);
     const key = rows.find((r) => r.indexdef.includes('outbox_deliveries_key'));
     expect(key?.indexdef).toMatch(/ordering_key IS NOT NULL/);
   });

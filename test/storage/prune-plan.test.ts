@@ -106,7 +106,7 @@ describeEachDialect('the prune plan on a large table', (dialect) => {
       });
       for (const text of [custom, generic]) {
         for (const index of [
-          'outbox_deliveries_owed',
+          'outbox_deliveries_event',
           'outbox_deliveries_lost',
           'outbox_events_recorded',
           'outbox_events_own_window',

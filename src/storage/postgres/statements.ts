@@ -229,8 +229,8 @@ export function postgresStatements(
      * consider or NULL): the shared `claimCandidates` (owed, not held back by its ordering
      * key, oldest event first), locked FOR UPDATE SKIP LOCKED so N relays split the queue.
      * A batch holds at most one event per key and receiver. Returns CLAIMED_COLUMNS and
-     * EVENT_COLUMNS, by event sequence. Reads the partial index deliveries_owed (event_id,
-     * id) and deliveries_key for the ordering check. `id = ANY(ARRAY(...))` rather than
+     * EVENT_COLUMNS, by event sequence. Reads the partial indexes deliveries_ready (event_id,
+     * id) and deliveries_leased (lapsed leases), and deliveries_key for the ordering check. `id = ANY(ARRAY(...))` rather than
      * `id IN (...)`: the IN form sometimes plans a full scan of a large table.
      *
      * The claim commits without waiting for its WAL to reach disk (`synchronous_commit`
@@ -313,8 +313,7 @@ export function postgresClaim(t: TableNames, shape?: ClaimShape): string {
         UPDATE ${t.deliveries} d
         SET status = 'claimed', claimed_by = $1, claimed_at = $2, lease_until = $3
         WHERE d.id = ANY(ARRAY(
-          ${claimCandidates(t, d, shape)}
-          FOR UPDATE SKIP LOCKED
+          ${claimCandidates(t, d, shape, '\n            FOR UPDATE SKIP LOCKED')}
         ))
         RETURNING ${CLAIMED_COLUMNS('d')}
       )

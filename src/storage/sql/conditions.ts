@@ -10,6 +10,11 @@ import type { SqlDialect } from './dialect.js';
 /** Statuses that still owe work: what the claim reads and the ordering check waits on. */
 export const OWED = `'pending','failed','claimed'`;
 /**
+ * The owed statuses a claim takes without a lapsed lease: the predicate of the partial
+ * index deliveries_ready. (Claimed rows are deliveries_leased's, by lease end.)
+ */
+export const READY = `'pending','failed'`;
+/**
  * Terminal statuses that are not a success: dead letters and orphans. With the owed ones,
  * what keeps an event recorded under a `succeeded` retention (the prune reads it through
  * its own partial index; never a superset of OWED, which the claim's planner would take
@@ -30,17 +35,21 @@ export function heldBy(row: string | undefined, worker: string, claimedAt: strin
 }
 
 /**
- * `row` is owed at `now`: pending or failed and available, or claimed under a lease that
- * lapsed; with `ignoreBackoff` true, also a failed row still waiting out its backoff (but
- * not one whose due time is still ahead).
+ * `row`, one of deliveries_ready's, can be claimed at `now`: pending or failed and
+ * available; with `ignoreBackoff` true, also a failed row still waiting out its backoff
+ * (but not one whose due time is still ahead).
  */
-export function owed(row: string, now: string, ignoreBackoff: string): string {
-  return `${row}.status IN (${OWED})
+export function ready(row: string, now: string, ignoreBackoff: string): string {
+  return `${row}.status IN (${READY})
             AND (
-              (${row}.status = 'claimed' AND ${row}.lease_until <= ${now})
-              OR (${row}.status <> 'claimed' AND ${row}.available_at <= ${now})
+              ${row}.available_at <= ${now}
               OR (${ignoreBackoff} AND ${row}.status = 'failed' AND (${row}.due_at IS NULL OR ${row}.due_at <= ${now}))
             )`;
+}
+
+/** `row`, one of deliveries_leased's, was claimed under a lease that lapsed by `now`. */
+export function lapsed(row: string, now: string): string {
+  return `${row}.status = 'claimed' AND ${row}.lease_until <= ${now}`;
 }
 
 /**
@@ -60,21 +69,40 @@ export function notHeldBack(t: TableNames, row: string): string {
  * The rows a claim takes, oldest event first: the ids of up to `$6` owed deliveries at `$4`
  * (`$5` ignore backoff) that are not held back, leaving out the ids of `$7` and, unless `$8`
  * is NULL, considering only those of `$8`. Rows are chosen by event sequence, never by a
- * high-water mark, so a transaction that commits late is not skipped. The dialect wraps it:
- * PostgreSQL locks the rows `FOR UPDATE SKIP LOCKED`, SQLite (one writer) updates them
- * directly. Reads the partial index deliveries_owed (event_id, id).
+ * high-water mark, so a transaction that commits late is not skipped.
+ *
+ * Two branches, each over its own partial index, merged by event sequence: the rows ready
+ * to be claimed (deliveries_ready, read in order, stopping after `$6`) and the claimed
+ * rows whose lease lapsed (deliveries_leased, a range on the lease's end: empty unless a
+ * worker died holding a batch). So a claim never steps over the rows other batches hold,
+ * however many relays claim at once. `lock` follows each branch: PostgreSQL's
+ * `FOR UPDATE SKIP LOCKED`, so N relays split the queue (rows a branch locked that the
+ * merge leaves out stay free, locked only until the claim's statement commits); SQLite
+ * (one writer) updates them directly.
  *
  * With a `shape`, the filters it names (lanes as receiver keys, topics, events; see
- * claim-filter.ts) are ANDed to the whole of it, their parameters from `$9` on; without
- * one the text is the unfiltered claim's, unchanged.
+ * claim-filter.ts) are ANDed to both branches, their parameters from `$9` on; without
+ * one the text is the unfiltered claim's.
  */
-export function claimCandidates(t: TableNames, d: SqlDialect, shape?: ClaimShape): string {
-  return `SELECT c.id FROM ${t.deliveries} c
-          WHERE ${owed('c', '$4', d.param(5, 'boolean'))}
-            AND NOT (${d.inList('c.id', 7, 'bigint')})
-            AND (${d.listIsNull(8, 'bigint')} OR ${d.inList('c.id', 8, 'bigint')})${shape ? claimFilterSql(t, d, shape, 'c') : ''}
-            AND ${notHeldBack(t, 'c')}
-          ORDER BY c.event_id, c.id
+export function claimCandidates(
+  t: TableNames,
+  d: SqlDialect,
+  shape?: ClaimShape,
+  lock = '',
+): string {
+  const branch = (owedNow: string) => `SELECT c.id, c.event_id FROM ${t.deliveries} c
+            WHERE ${owedNow}
+              AND NOT (${d.inList('c.id', 7, 'bigint')})
+              AND (${d.listIsNull(8, 'bigint')} OR ${d.inList('c.id', 8, 'bigint')})${shape ? claimFilterSql(t, d, shape, 'c') : ''}
+              AND ${notHeldBack(t, 'c')}
+            ORDER BY c.event_id, c.id
+            LIMIT $6${lock}`;
+  return `SELECT id FROM (
+          SELECT * FROM (${branch(ready('c', '$4', d.param(5, 'boolean')))}) ready
+          UNION ALL
+          SELECT * FROM (${branch(lapsed('c', '$4'))}) lapsed
+          ) owed
+          ORDER BY event_id, id
           LIMIT $6`;
 }
 

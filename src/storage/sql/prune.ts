@@ -9,8 +9,8 @@
  * rows already written), is one of four branches, one query each:
  *
  * 1. `delete_when = 'succeeded'` and every delivery succeeded or cancelled (partial index
- *    events_delete_succeeded, checked against deliveries_owed and deliveries_lost);
- * 2. `delete_when = 'settled'` and settled (events_delete_settled, against deliveries_owed);
+ *    events_delete_succeeded, checked against deliveries_event and deliveries_lost);
+ * 2. `delete_when = 'settled'` and settled (events_delete_settled, against deliveries_event);
  * 3. a window of its own passed, and settled (events_own_window);
  * 4. no window of its own, recorded before the ordinary window's cutoff, and settled (a
  *    range on events_recorded).
@@ -74,13 +74,17 @@ export interface PruneStatements {
 /** Which due rule a pass runs: `pruneEvents`' retention, or `cleanupPublished`'s. */
 export type DueRule = PruneWindow['rule'];
 
-/** A condition on event `e`: settled, no delivery of it still owed. Reads deliveries_owed. */
+/**
+ * A condition on event `e`: settled, no delivery of it still owed. Reads deliveries_event
+ * (the event's own few rows; the owed ones are split between two partial indexes by
+ * status, and this asks of all three owed statuses at once).
+ */
 const settled = (t: TableNames, e: string): string =>
   `NOT EXISTS (SELECT 1 FROM ${t.deliveries} o WHERE o.event_id = ${e}.id AND o.status IN (${OWED}))`;
 
 /**
  * Every delivery of `e` succeeded or was cancelled: settled, and none dead or orphaned.
- * Reads deliveries_owed and deliveries_lost.
+ * Reads deliveries_event and deliveries_lost.
  */
 const consumed = (t: TableNames, e: string): string =>
   `${settled(t, e)} AND NOT EXISTS (SELECT 1 FROM ${t.deliveries} u WHERE u.event_id = ${e}.id AND u.status IN (${LOST}))`;

@@ -7,7 +7,7 @@
  * version.
  */
 import { quoteIdent, type TableNames } from '../tables.js';
-import { HOLDS_BACK, LOST, OWED } from './conditions.js';
+import { HOLDS_BACK, LOST, OWED, READY } from './conditions.js';
 import type { ColumnDefault, ColumnType, DdlDialect } from './dialect.js';
 
 /** The outbox's tables, by their key in {@link TableNames}. */
@@ -43,6 +43,11 @@ export interface Migration {
   readonly version: number;
   readonly tables: readonly TableSpec[];
   readonly indexes: readonly IndexSpec[];
+  /**
+   * Indexes of an earlier migration this one replaces (names after the table prefix),
+   * dropped `IF EXISTS` after its own are built, so a claim always has one of them.
+   */
+  readonly dropIndexes?: readonly string[];
 }
 
 /** What rendering needs of the dialect beyond its column types. */
@@ -127,7 +132,7 @@ export const MIGRATIONS: readonly Migration[] = [
     ],
     indexes: [
       { name: 'events_name', table: 'events', columns: ['name', 'id'] },
-      // The claim: owed rows by event sequence.
+      // The claim: owed rows by event sequence (replaced by migration 3's two).
       {
         name: 'deliveries_owed',
         table: 'deliveries',
@@ -215,6 +220,33 @@ export const MIGRATIONS: readonly Migration[] = [
       },
     ],
   },
+  {
+    // The claim reads the rows it can take, not the ones other batches hold (issue 7).
+    // deliveries_owed held the claimed rows beside the pending and failed ones, so every
+    // claim stepped over each row another batch had in hand (a heap visit apiece: with
+    // four relays claiming ahead, thousands of rows per claim of 500, twice the buffers).
+    // It is split in two: the rows ready to be claimed, by event sequence, and the
+    // claimed ones by the end of their lease, which the claim reads only for leases
+    // that lapsed (a range that is empty but after a crash). Each owed row is in exactly
+    // one of them, so a status change costs the same index writes as before.
+    version: 3,
+    tables: [],
+    indexes: [
+      {
+        name: 'deliveries_ready',
+        table: 'deliveries',
+        columns: ['event_id', 'id'],
+        where: `status IN (${READY})`,
+      },
+      {
+        name: 'deliveries_leased',
+        table: 'deliveries',
+        columns: ['lease_until', 'id'],
+        where: "status = 'claimed'",
+      },
+    ],
+    dropIndexes: ['deliveries_owed'],
+  },
 ];
 
 /** The tables a migration creates on this dialect. */
@@ -247,10 +279,17 @@ export function renderIndex(spec: IndexSpec, t: TableNames, ddl: DdlDialect): st
   return `CREATE INDEX IF NOT EXISTS ${quoteIdent(`${t.prefix}${spec.name}`)} ON ${t[spec.table]} (${spec.columns.join(', ')})${where}`;
 }
 
-/** Every statement of one migration, tables first. */
+/** `DROP INDEX IF EXISTS …` for one index (in the tables' schema, if any). */
+export function renderDropIndex(name: string, t: TableNames): string {
+  const index = quoteIdent(`${t.prefix}${name}`);
+  return `DROP INDEX IF EXISTS ${t.schema ? `${quoteIdent(t.schema)}.${index}` : index}`;
+}
+
+/** Every statement of one migration: tables, then indexes, then the indexes it replaces. */
 export function renderMigration(m: Migration, t: TableNames, o: SchemaOptions): string[] {
   return [
     ...tablesOf(m, o).map((s) => renderTable(s, t, o.ddl)),
     ...m.indexes.map((s) => renderIndex(s, t, o.ddl)),
+    ...(m.dropIndexes ?? []).map((name) => renderDropIndex(name, t)),
   ];
 }

@@ -65,7 +65,7 @@ export function sqliteStatements(t: TableNames) {
      * Claim the shared `claimCandidates` ($1 worker, $2 claimed at, $3 lease until, $4 now,
      * $5 ignore backoff, $6 limit, $7 ids to leave out, $8 the only ids or NULL; see there)
      * in one UPDATE: SQLite has one writer, so no other claim interleaves. Returns
-     * CLAIMED_COLUMNS, unordered. Reads deliveries_owed and deliveries_key.
+     * CLAIMED_COLUMNS, unordered. Reads deliveries_ready, deliveries_leased and deliveries_key.
      */
     claim: sqliteClaim(t),
     /**
