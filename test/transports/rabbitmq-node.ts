@@ -96,7 +96,8 @@ export async function privateRabbitmq(
   const startTimeoutMs = options.startTimeoutMs ?? 60_000;
   const dir = mkdtempSync(join(tmpdir(), 'outbox-rabbitmq-'));
   const port = await freePort();
-  const distPort = await freePort();
+  let distPort = await freePort();
+  while (distPort === port) distPort = await freePort();
   const nodename = `outboxkit-restart-${process.pid}-${randomBytes(3).toString('hex')}@localhost`;
   const logFile = join(dir, 'node.out');
   mkdirSync(join(dir, 'mnesia'));
