@@ -32,7 +32,7 @@ describe('outbox and its database', () => {
     const env = { OUTBOX_DATABASE_URL: `sqlite:${b}`, DATABASE_URL: `sqlite:${c}` };
     const byFlag = await runCli(['migrate', '-c', PING_CONFIG, '--url', `sqlite:${a}`], { env });
     expect(byFlag.stdout).toBe(
-      `outbox: migrated sqlite:${a} (from --url): applied migration 1, 2\n`,
+      `outbox: migrated sqlite:${a} (from --url): applied migration 1, 2, 3\n`,
     );
     const byOutboxVar = await runCli(['migrate', '-c', PING_CONFIG], { env });
     expect(byOutboxVar.stdout).toContain(`sqlite:${b} (from OUTBOX_DATABASE_URL)`);

@@ -34,7 +34,7 @@ describeEachDialect('outbox migrate through your own tool', (dialect) => {
     expect((await runCli(['migrate', '-c', PING_CONFIG, ...db.args])).code).toBe(0);
     const after = await check();
     expect(after.code).toBe(0);
-    expect(after.stdout).toContain('is up to date (migrations 1, 2)');
+    expect(after.stdout).toContain('is up to date (migrations 1, 2, 3)');
   });
 
   it('--print-sql --dialect prints the DDL without a database, and running it migrates', async () => {
@@ -65,9 +65,10 @@ describeEachDialect('outbox migrate through your own tool', (dialect) => {
       expect(first.code).toBe(0);
       // One file per migration version.
       const names = readdirSync(dir).sort();
-      expect(names).toHaveLength(2);
+      expect(names).toHaveLength(3);
       expect(names[0]).toMatch(/^\d{14}-outboxkit-v1\.(cjs|mjs)$/);
       expect(names[1]).toMatch(/^\d{14}-outboxkit-v2\.(cjs|mjs)$/);
+      expect(names[2]).toMatch(/^\d{14}-outboxkit-v3\.(cjs|mjs)$/);
       const second = await runCli(args);
       expect(second.stdout).toContain('is already there');
       expect(readdirSync(dir).sort()).toEqual(names);

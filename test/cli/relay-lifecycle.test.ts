@@ -214,8 +214,9 @@ describe.skipIf(!inject('pgAvailable'))(
         const started = Date.now();
         const result = await runCli([...args, '-c', APP_CONFIG], { env });
         expect(result.code, result.stderr).toBe(0);
-        // Sequelize's idle pool would hold the process ~10 s.
-        expect(Date.now() - started).toBeLessThan(6_000);
+        // The fixture's idle pool (60 s) would hold the process a minute; a slow start on a
+        // loaded machine takes seconds, not that.
+        expect(Date.now() - started).toBeLessThan(30_000);
       }
     });
 
