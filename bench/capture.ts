@@ -184,11 +184,26 @@ async function main(): Promise<void> {
 
     const rows = (n: number) =>
       Array.from({ length: n }, (_, i) => ({ customer: `c${i}`, total: '42.50' }));
+    // Each write's wall time, and the client process's CPU time over it (user + system,
+    // every thread: SQLite's engine included, PostgreSQL's server not), which the
+    // machine's other load moves far less than the wall time.
+    let lastCpuMs = 0;
     const timed = async (s: Sequelize, work: (t: unknown) => Promise<unknown>) => {
+      const c0 = process.cpuUsage();
       const t0 = nowMs();
       await s.transaction((transaction) => work(transaction));
-      return nowMs() - t0;
+      const ms = nowMs() - t0;
+      const cpu = process.cpuUsage(c0);
+      lastCpuMs = (cpu.user + cpu.system) / 1000;
+      return ms;
     };
+    const cpu: Record<string, number[]> = {};
+    const keepCpu = (key: string) => {
+      cpu[key] ??= [];
+      cpu[key].push(lastCpuMs);
+    };
+    const cpuRatio = (a: string, b: string) =>
+      round(median(cpu[a] ?? [Number.NaN]) / median(cpu[b] ?? [Number.NaN]));
     /** The events a hand-written outbox fires for inserted rows: capture's envelope. */
     const byHand = (made: SequelizeModel[]) =>
       made.map((r) => {
@@ -285,7 +300,10 @@ async function main(): Promise<void> {
           if (counting) countedMs = nowMs() - t0;
           counting = false;
           logging = false;
-          if (round_ > 0) bulk[which].push(ms); // round 0 warms up
+          if (round_ > 0) {
+            bulk[which].push(ms); // round 0 warms up
+            keepCpu(`bulk.${which}`);
+          }
         }
         note(
           `capture-bulk round ${round_}: captured ${round(bulk.captured.at(-1) ?? 0)} ms, uncaptured ${round(bulk.uncaptured.at(-1) ?? 0)} ms, hand-written ${round(bulk.handWritten.at(-1) ?? 0)} ms`,
@@ -310,6 +328,9 @@ async function main(): Promise<void> {
         uncapturedMs: round(median(bulk.uncaptured)),
         handWrittenMs: round(median(bulk.handWritten)),
         ratio: round(median(bulk.captured) / median(bulk.uncaptured)),
+        cpuRatio: cpuRatio('bulk.captured', 'bulk.uncaptured'),
+        capturedCpuMs: round(median(cpu['bulk.captured'] ?? [])),
+        uncapturedCpuMs: round(median(cpu['bulk.uncaptured'] ?? [])),
         vsHandWritten: round(median(bulk.captured) / median(bulk.handWritten)),
         statements: statements.length,
         eventStatements: statements.filter((st) => st.text.includes('outbox_events')).length,
@@ -424,7 +445,10 @@ async function main(): Promise<void> {
           logging = false;
           if (count)
             perCreate[which] = log.slice(from).map((st) => st.text.trim().split(/\s+/)[0]!);
-          if (i >= 20) one[which].push(ms);
+          if (i >= 20) {
+            one[which].push(ms);
+            keepCpu(`one.${which}`);
+          }
         }
       }
       note(
@@ -440,6 +464,9 @@ async function main(): Promise<void> {
         uncapturedMs: round(median(one.uncaptured)),
         handWrittenMs: round(median(one.handWritten)),
         ratio: round(median(one.captured) / median(one.uncaptured)),
+        cpuRatio: cpuRatio('one.captured', 'one.uncaptured'),
+        capturedCpuMs: round(median(cpu['one.captured'] ?? [])),
+        uncapturedCpuMs: round(median(cpu['one.uncaptured'] ?? [])),
         vsHandWritten: round(median(one.captured) / median(one.handWritten)),
         aim: '≤ 1.3',
       });
@@ -450,6 +477,7 @@ async function main(): Promise<void> {
         withCaptureInstalledMs: round(median(one.elsewhere)),
         withoutMs: round(median(one.none)),
         ratio: round(median(one.elsewhere) / median(one.none)),
+        cpuRatio: cpuRatio('one.elsewhere', 'one.none'),
         aim: '≈ 1 (within noise)',
       });
     }
