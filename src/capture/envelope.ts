@@ -116,17 +116,46 @@ export function orderingKeyOf(
     }
     return key;
   }
-  const parts: Record<string, string> = {
-    label: capture.label,
-    pk: pkText(capture, change.pk),
-    app: capture.app ?? '',
-    model: capture.model.name.toLowerCase(),
-    table: capture.table,
-  };
-  const key = capture.orderingKey.replace(/\{([^}]*)\}/g, (_, p: string) => parts[p] ?? '');
+  const key = keyTemplateOf(capture)(pkText(capture, change.pk));
   if (key.length <= MAX_KEY) return key;
   const digest = createHash('sha256').update(key).digest('hex');
   return `${key.slice(0, MAX_KEY - digest.length - 1)}#${digest}`;
+}
+
+/**
+ * The capture's ordering-key template as a function of the key's text: every part but
+ * `{pk}` is the capture's own, so the template is parsed once per capture, not per row.
+ */
+const keyTemplates = new WeakMap<ResolvedCapture, (pk: string) => string>();
+function keyTemplateOf(capture: ResolvedCapture): (pk: string) => string {
+  let build = keyTemplates.get(capture);
+  if (!build) {
+    const template = capture.orderingKey as string;
+    const parts: Record<string, string> = {
+      label: capture.label,
+      app: capture.app ?? '',
+      model: capture.model.name.toLowerCase(),
+      table: capture.table,
+    };
+    // Alternating constant text and `{pk}` places: [text, text, …] split at each {pk}.
+    const texts = template.split(/(\{[^}]*\})/).reduce<string[]>(
+      (out, piece) => {
+        const name = /^\{([^}]*)\}$/.exec(piece)?.[1];
+        if (name === 'pk') out.push('');
+        else out[out.length - 1] += name === undefined ? piece : (parts[name] ?? '');
+        return out;
+      },
+      [''],
+    );
+    build =
+      texts.length === 1
+        ? () => texts[0]!
+        : texts.length === 2
+          ? (pk) => texts[0]! + pk + texts[1]!
+          : (pk) => texts.join(pk);
+    keyTemplates.set(capture, build);
+  }
+  return build;
 }
 
 /** Build one change: the images as the payload mode wants them. */
@@ -175,4 +204,118 @@ export function envelopeOf(
   }
   envelope.occurred_at = change.occurredAt.toISOString();
   return envelope;
+}
+
+/** How an attribute's JSON form is checked: the kinds of `attributeSchema` (src/declare/capture.ts). */
+type Kind = 'number' | 'float' | 'boolean' | 'string' | 'unknown';
+function kindOf(typeKey: string | undefined): Kind {
+  switch (typeKey ?? '') {
+    case 'INTEGER':
+    case 'SMALLINT':
+    case 'MEDIUMINT':
+    case 'TINYINT':
+      return 'number';
+    case 'FLOAT':
+    case 'DOUBLE':
+    case 'REAL':
+      return 'float';
+    case 'BOOLEAN':
+      return 'boolean';
+    case 'STRING':
+    case 'TEXT':
+    case 'CHAR':
+    case 'CITEXT':
+    case 'UUID':
+    case 'ENUM':
+    case 'DECIMAL':
+    case 'BIGINT':
+    case 'DATE':
+    case 'DATEONLY':
+    case 'TIME':
+    case 'BLOB':
+      return 'string';
+    default:
+      return 'unknown';
+  }
+}
+
+const FLOAT_TEXTS = new Set(['NaN', 'Infinity', '-Infinity']);
+
+/** A value JSON writes as itself and reads back the same: null, a string, a boolean, a finite number. */
+function primitive(v: unknown): boolean {
+  return (
+    v === null ||
+    typeof v === 'string' ||
+    typeof v === 'boolean' ||
+    (typeof v === 'number' && Number.isFinite(v))
+  );
+}
+
+/** Whether a value is of its kind's JSON form (null always is: every attribute's schema is nullable). */
+function fits(kind: Kind, v: unknown): boolean {
+  switch (kind) {
+    case 'number':
+      return v === null || (typeof v === 'number' && Number.isFinite(v));
+    case 'float':
+      return (
+        v === null ||
+        (typeof v === 'number' && Number.isFinite(v)) ||
+        (typeof v === 'string' && FLOAT_TEXTS.has(v))
+      );
+    case 'boolean':
+      return v === null || typeof v === 'boolean';
+    case 'string':
+      return v === null || typeof v === 'string';
+    default:
+      // z.unknown() takes anything; only a primitive is sure to encode as itself.
+      return primitive(v);
+  }
+}
+
+const OPERATIONS = new Set<string>(['inserted', 'updated', 'deleted']);
+const kindCache = new WeakMap<ResolvedCapture, readonly Kind[]>();
+
+/**
+ * The envelope's JSON text when it is sure to be what `fire()` would make of it — its
+ * topic's schema (`envelopeSchema`) accepts it and the codec would write it unchanged:
+ * every value a primitive of its attribute's JSON kind, no extension's keys — else
+ * undefined, and `fire()` parses and encodes it as any payload (and names what it
+ * refuses). A text with a `\u` escape (a control character, a NUL, a lone surrogate)
+ * is left to the codec too, which refuses what PostgreSQL cannot store.
+ *
+ * Only for the capture's own topics (`capture.topics`), whose schema is the envelope's.
+ */
+export function envelopeText(
+  capture: ResolvedCapture,
+  envelope: Record<string, unknown>,
+): string | undefined {
+  let kinds = kindCache.get(capture);
+  if (!kinds) {
+    kinds = columnsOf(capture).fields.map((c) => kindOf(c.typeKey));
+    kindCache.set(capture, kinds);
+  }
+  if (typeof envelope.model !== 'string' || typeof envelope.occurred_at !== 'string') {
+    return undefined;
+  }
+  if (!OPERATIONS.has(envelope.operation as string)) return undefined;
+  const changed = envelope.changed;
+  if (changed !== null) {
+    if (!Array.isArray(changed)) return undefined;
+    for (const c of changed) if (typeof c !== 'string') return undefined;
+  }
+  const pk = envelope.pk;
+  if (!primitive(pk)) {
+    if (typeof pk !== 'object' || Object.getPrototypeOf(pk) !== Object.prototype) return undefined;
+    for (const v of Object.values(pk as object)) if (!primitive(v)) return undefined;
+  }
+  const fields = columnsOf(capture).fields;
+  for (const image of [envelope.before, envelope.after]) {
+    if (image === undefined || image === null) continue;
+    const row = image as Record<string, unknown>;
+    for (let i = 0; i < fields.length; i++) {
+      if (!fits(kinds[i]!, row[fields[i]!.name])) return undefined;
+    }
+  }
+  const text = JSON.stringify(envelope);
+  return text.includes('\\u') ? undefined : text;
 }

@@ -28,7 +28,7 @@ import { bulkConflictKey, keyText, keyWhere, upsertConflictKey } from './conflic
 import { changeOf } from './envelope.js';
 import type { Instance, ModelClass, Values } from './sequelize-model.js';
 import { bulk } from './statements.js';
-import { inTransaction } from './transaction.js';
+import { inTransaction, type Unguarded } from './transaction.js';
 import { writeChanges } from './write.js';
 
 type Options = Record<string, unknown> & { transaction?: Transaction | null };
@@ -152,6 +152,7 @@ export function installCapture(outbox: object, sequelize?: Sequelize): void {
     const done = installedOf(rt);
     if (done.has(model)) continue;
     done.add(model);
+    if (!quietCapture(rt, capture)) loud.add(model);
     wrapWrites(model, on);
     addHooks(rt, capture, model);
   }
@@ -210,7 +211,7 @@ function wrapWrites(model: ModelClass, sequelize: Sequelize, only?: readonly str
     Object.defineProperty(model, method, {
       configurable: true,
       writable: true,
-      value: inTransaction(sequelize, original, at),
+      value: inTransaction(sequelize, original, at, only ? undefined : UNGUARDED[method]),
     });
   }
   for (const [method, at] of Object.entries(INSTANCE_WRITES)) {
@@ -219,10 +220,90 @@ function wrapWrites(model: ModelClass, sequelize: Sequelize, only?: readonly str
     Object.defineProperty(model.prototype, method, {
       configurable: true,
       writable: true,
-      value: inTransaction(sequelize, original, at),
+      value: inTransaction(
+        sequelize,
+        original,
+        at,
+        only ? undefined : method === 'save' ? unguardedSave : undefined,
+      ),
     });
   }
 }
+
+// ---------------------------------------------------------------- savepoints
+
+/**
+ * Models at least one of whose captures runs code of the user's after a row is written:
+ * an extension, a topic or ordering-key function, or an inline or scheduling (fan-out,
+ * `due`) receiver of one of its topics. Their writes keep their savepoint.
+ */
+const loud = new WeakSet<object>();
+
+/** Whether nothing of the user's runs when this capture writes a change's events. */
+function quietCapture(rt: Runtime, capture: ResolvedCapture): boolean {
+  if (capture.extend || capture.extendMany || capture.topicOf) return false;
+  if (typeof capture.orderingKey === 'function') return false;
+  for (const topic of Object.values(capture.topics)) {
+    const route = topic === undefined ? undefined : rt.config.route(topic);
+    if (!route || route.inline.length > 0 || route.schedules) return false;
+  }
+  return true;
+}
+
+/** A hook list as Sequelize 6 keeps it: functions, or `{ name, fn }`. */
+type HookList = readonly (((...args: never[]) => unknown) | { name?: string })[];
+const hooksOf = (on: unknown, type: string): HookList =>
+  ((on as { options?: { hooks?: Record<string, HookList> } }).options?.hooks?.[type] ??
+    []) as HookList;
+const ours = (hook: HookList[number]) =>
+  typeof hook === 'object' && typeof hook.name === 'string' && hook.name.startsWith('outboxkit:');
+
+/**
+ * Whether only capture's hooks run for these hook types on the model (its own and its
+ * Sequelize's): another after-hook could fail after the row, before or after its events.
+ */
+function onlyOurHooks(model: ModelClass, types: readonly string[]): boolean {
+  for (const type of types) {
+    if (!hooksOf(model, type).every(ours)) return false;
+    if (hooksOf(model.sequelize, type).length > 0) return false;
+  }
+  return true;
+}
+
+/**
+ * The writes that may run without a savepoint in the caller's transaction (see
+ * ./transaction.ts): an insert or a plain `bulkCreate` of a model whose captures are quiet,
+ * without `include` (its associated rows are saved after the row) and without other
+ * after-hooks. The rest (updates, deletes, upserts, conflicts, cascades) keep theirs.
+ */
+const UNGUARDED: Record<string, Unguarded | undefined> = {
+  create: (self, _args, options) => {
+    const model = self as ModelClass;
+    return (
+      !loud.has(model) && !options.include && onlyOurHooks(model, ['afterCreate', 'afterUpdate'])
+    );
+  },
+  bulkCreate: (self, _args, options) => {
+    const model = self as ModelClass;
+    return (
+      !loud.has(model) &&
+      !options.include &&
+      !options.updateOnDuplicate &&
+      !options.ignoreDuplicates &&
+      onlyOurHooks(model, ['afterBulkCreate', 'afterCreate', 'afterUpdate'])
+    );
+  },
+};
+/** `instance.save()`: an insert or an update, the same conditions as `create`. */
+const unguardedSave: Unguarded = (self) => {
+  const instance = self as { constructor: ModelClass; _options?: { include?: unknown[] } };
+  const model = instance.constructor;
+  return (
+    !loud.has(model) &&
+    !instance._options?.include?.length &&
+    onlyOurHooks(model, ['afterCreate', 'afterUpdate'])
+  );
+};
 
 /**
  * `Model.increment` with each outbox's capture around it: Sequelize runs no hook for an

@@ -1,15 +1,20 @@
 /**
  * Write the events of one statement's changes through `fire()`'s own steps (prepare, plan,
- * write, after commit), in the write's transaction: one `fireEvents` call per statement,
- * so a `bulkCreate` of 10,000 rows writes its events in one store call, not one per row.
+ * write, after commit), in the write's transaction: one `fireUnanswered` call per
+ * statement, so a `bulkCreate` of 10,000 rows writes its events in one store call, not one
+ * per row. An envelope of the capture's own topic whose values are all of their
+ * attributes' JSON kinds is checked and encoded here, once (`envelopeText`), rather than
+ * parsed by its zod schema and walked by the codec per row; any other goes the way of any
+ * payload.
  */
 import type { Transaction } from 'sequelize';
 import type { CapturedChange, ChangeExtension, ResolvedCapture } from '../declare/capture.js';
 import { ValidationError } from '../errors/outbox-error.js';
-import { fireEvents } from '../fire/fire.js';
+import { fireUnanswered } from '../fire/fire.js';
 import type { FireMessage } from '../fire/types.js';
 import type { Runtime } from '../runtime.js';
-import { envelopeOf, orderingKeyOf } from './envelope.js';
+import { envelopeOf, envelopeText, orderingKeyOf } from './envelope.js';
+import { failedAfterRow } from './transaction.js';
 
 const ENVELOPE_KEYS = new Set([
   'model',
@@ -21,8 +26,26 @@ const ENVELOPE_KEYS = new Set([
   'occurred_at',
 ]);
 
-/** Fire the events of the changes (those of captured operations), in `transaction`. */
+/**
+ * Fire the events of the changes (those of captured operations), in `transaction`. Called
+ * after the rows are written: a failure dooms a transaction an unguarded write runs in
+ * (see ./transaction.ts).
+ */
 export async function writeChanges(
+  rt: Runtime,
+  capture: ResolvedCapture,
+  changes: readonly CapturedChange[],
+  transaction: Transaction | null | undefined,
+): Promise<void> {
+  try {
+    await write(rt, capture, changes, transaction);
+  } catch (error) {
+    failedAfterRow(rt.sequelize, transaction, error);
+    throw error;
+  }
+}
+
+async function write(
   rt: Runtime,
   capture: ResolvedCapture,
   changes: readonly CapturedChange[],
@@ -32,9 +55,13 @@ export async function writeChanges(
   if (wanted.length === 0) return;
   const where = `capture(${capture.model.name})`;
   const extensions = await extensionsOf(capture, wanted, where);
+  const encoded: (string | undefined)[] = [];
   const messages: FireMessage[] = wanted.map((change, i) => {
     const extension = extensions[i];
     const payload = envelopeOf(capture, change);
+    encoded.push(
+      capture.topicOf || extension?.payload ? undefined : envelopeText(capture, payload),
+    );
     for (const [key, value] of Object.entries(extension?.payload ?? {})) {
       if (ENVELOPE_KEYS.has(key)) {
         throw new ValidationError(
@@ -52,7 +79,7 @@ export async function writeChanges(
       ...(extension?.headers ? { headers: extension.headers } : {}),
     };
   });
-  await fireEvents(rt, messages, transaction, where);
+  await fireUnanswered(rt, messages, transaction, where, encoded);
 }
 
 async function extensionsOf(

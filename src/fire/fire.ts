@@ -1,13 +1,13 @@
 import type { Transaction } from 'sequelize';
 import { type FireHeaders, fireHeadersOf } from '../observe/around-delivery.js';
 import type { Runtime } from '../runtime.js';
-import { arrangeAfterCommit } from './after-commit.js';
+import { arrangeAfterCommit, signalWhenCommitted } from './after-commit.js';
 import { runInlineReceivers } from './inline.js';
 import { planDeliveries } from './plan.js';
 import { prepareEvents } from './prepare.js';
 import { resolveTransaction } from './transaction.js';
-import type { FiredEvent, FireMessage } from './types.js';
-import { writeEvents } from './write.js';
+import type { FiredEvent, FireMessage, PlannedEvent } from './types.js';
+import { firedEventsOf, insertPlanned, writeEvents } from './write.js';
 
 export type { FiredEvent, FireMessage, FireOptions } from './types.js';
 
@@ -51,6 +51,71 @@ export async function fireEvents(
     return fired;
   };
   return transaction ? inTransaction(transaction) : rt.sequelize.transaction(inTransaction);
+}
+
+/**
+ * `fireEvents` for a caller that reads no answer (change capture): the same four steps in
+ * the same transaction, but the `FiredEvent` of each event — an object per event, 10,000
+ * for a captured `bulkCreate` — is built only when a receiver runs in the process (an
+ * `inline` or `onCommit` one, an `eager` attempt). Otherwise step 4 is the wakeup signal
+ * alone, exactly what {@link arrangeAfterCommit} would arrange for those events.
+ *
+ * @param encoded per message, its payload already checked against its schema and encoded
+ * by the caller (see `prepareEvents`), or undefined to have it parsed and encoded here.
+ */
+export async function fireUnanswered(
+  rt: Runtime,
+  messages: readonly FireMessage[],
+  explicit: Transaction | null | undefined,
+  where: string,
+  encoded?: readonly (string | undefined)[],
+): Promise<void> {
+  const now = rt.clock();
+  const prepared = prepareEvents(
+    rt.config,
+    rt.fireHeaders ? withFireHeaders(rt, rt.fireHeaders, messages) : messages,
+    now,
+    where,
+    encoded,
+  );
+  const transaction = resolveTransaction(rt.sequelize, explicit);
+  if (prepared.length === 0) return;
+  const inTransaction = async (t: Transaction): Promise<void> => {
+    const planned = await planDeliveries(prepared, {
+      now,
+      transaction: t,
+      where: (i) => (messages.length > 1 ? `${where}[${i}]` : where),
+    });
+    const inserted = await insertPlanned(rt, planned, t);
+    if (planned.some(runsInProcess)) {
+      const fired = firedEventsOf(rt, planned, inserted);
+      await runInlineReceivers(planned, fired, t);
+      arrangeAfterCommit(rt, planned, fired, t);
+      return;
+    }
+    // arrangeAfterCommit's signal: the topics of the fresh (not repeated, not suppressed)
+    // events that durable receivers owe, in firing order.
+    const topics: string[] = [];
+    let next = 0;
+    for (const p of planned) {
+      if (p.suppression?.record === false) continue;
+      const w = inserted.written[next++];
+      if (w?.inserted && p.suppression === null && p.route.durable.length > 0)
+        topics.push(p.row.name);
+    }
+    if (topics.length > 0) signalWhenCommitted(rt, t, topics);
+  };
+  if (transaction) await inTransaction(transaction);
+  else await rt.sequelize.transaction(inTransaction);
+}
+
+/** Whether an event has a receiver that runs in this process: inline, onCommit or eager. */
+function runsInProcess(p: PlannedEvent): boolean {
+  return (
+    p.route.inline.length > 0 ||
+    p.route.onCommit.length > 0 ||
+    p.route.durable.some((r) => r.eager === true)
+  );
 }
 
 /**

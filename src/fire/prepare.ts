@@ -34,21 +34,36 @@ export function prepareEvents(
   messages: readonly FireMessage[],
   now: Date,
   where: string,
+  encoded?: readonly (string | undefined)[],
 ): PreparedEvent[] {
   const frame = currentFrame();
   if (frame && frame.suppressions.length > 0)
     checkSuppressedNames(frame.suppressions, config, where);
   return messages.map((m, i) =>
-    prepareEvent(config, m, now, messages.length > 1 ? `${where}[${i}]` : where, frame),
+    prepareEvent(
+      config,
+      m,
+      now,
+      messages.length > 1 ? `${where}[${i}]` : where,
+      frame,
+      encoded?.[i],
+    ),
   );
 }
 
+/**
+ * @param encoded the payload's JSON text when the caller already checked the payload
+ * against its event's schema and encoded it (change capture, whose envelopes it builds
+ * of values it has typed: see src/capture/write.ts): the payload is then taken as the
+ * schema's output, unparsed, and not encoded again. Undefined: parsed and encoded here.
+ */
 function prepareEvent(
   config: OutboxConfig,
   message: FireMessage,
   now: Date,
   where: string,
   frame: ScopeFrame | undefined,
+  encoded?: string,
 ): PreparedEvent {
   const route = config.route(message.name);
   if (!route) {
@@ -61,7 +76,10 @@ function prepareEvent(
       { path: 'name' },
     );
   }
-  const parsed = route.event.schema.safeParse(message.payload);
+  const parsed: { success: true; data: unknown } | ReturnType<ZodType['safeParse']> =
+    encoded === undefined
+      ? route.event.schema.safeParse(message.payload)
+      : { success: true, data: message.payload };
   if (!parsed.success) {
     const issue = parsed.error.issues[0];
     const path = formatConfigPath(['payload', ...issue.path]);
@@ -106,7 +124,10 @@ function prepareEvent(
       { path: 'idempotencyKey' },
     );
   }
-  const payload = encode(parsed.data, 'payload', where, message.name);
+  const payload =
+    encoded === undefined
+      ? encode(parsed.data, 'payload', where, message.name)
+      : { text: encoded, reshaped: false };
   if (payload.reshaped) checkDecodes(route.event.schema, payload.text, where, message.name);
   const uuid = newEventUuid();
   const scope = frame?.scope;
@@ -124,7 +145,7 @@ function prepareEvent(
       name: route.event.name,
       version: route.event.version,
       payload: payload.text,
-      headers: encode(headers, 'headers', where, message.name).text,
+      headers: isEmpty(headers) ? '{}' : encode(headers, 'headers', where, message.name).text,
       orderingKey: message.orderingKey ?? null,
       idempotencyKey: message.idempotencyKey ?? null,
       occurredAt,
@@ -137,6 +158,17 @@ function prepareEvent(
       suppressedReason: suppression?.reason ?? null,
     },
   };
+}
+
+/**
+ * A plain object with no enumerable key: its JSON is `{}`, what the codec would give
+ * (most events' headers), without a replacer call.
+ */
+function isEmpty(value: object): boolean {
+  const proto = Object.getPrototypeOf(value);
+  if (proto !== Object.prototype && proto !== null) return false;
+  for (const _ in value) return false;
+  return true;
 }
 
 /** The codec's refusal, told which call and event it is about. */

@@ -1,6 +1,7 @@
 import type { Transaction } from 'sequelize';
 import { decodeEvent } from '../codec/decode-event.js';
 import type { Runtime } from '../runtime.js';
+import type { StoredEvent, WrittenEvent } from '../storage/store.js';
 import { firingEventOf } from './event-view.js';
 import type { FiredEvent, PlannedEvent } from './types.js';
 
@@ -25,6 +26,27 @@ export async function writeEvents(
   transaction: Transaction,
 ): Promise<FiredEvent[]> {
   if (planned.length === 0) return [];
+  return firedEventsOf(rt, planned, await insertPlanned(rt, planned, transaction));
+}
+
+/** What the store answered for a call's events: its rows, and the stored repeats. */
+export interface Inserted {
+  /** One per event written (suppressed `record: false` ones are not), in order. */
+  readonly written: readonly WrittenEvent[];
+  /** The stored events of the repeated idempotency keys, by sequence. */
+  readonly stored: ReadonlyMap<string, StoredEvent>;
+}
+
+/**
+ * The store call of {@link writeEvents}, without building what the call fired: change
+ * capture, which returns nothing, builds the `FiredEvent`s only for receivers that run in
+ * the process (src/fire/fire.ts, `fireUnanswered`).
+ */
+export async function insertPlanned(
+  rt: Runtime,
+  planned: readonly PlannedEvent[],
+  transaction: Transaction,
+): Promise<Inserted> {
   const kept = planned.filter((p) => p.suppression?.record !== false);
   const written =
     kept.length === 0
@@ -36,13 +58,22 @@ export async function writeEvents(
   const duplicates = written.filter((w) => !w.inserted).map((w) => w.sequence);
   const stored =
     duplicates.length === 0
-      ? new Map()
+      ? new Map<string, StoredEvent>()
       : new Map(
           (await rt.store.readEvents({ sequences: duplicates }, transaction)).map((e) => [
             e.sequence,
             e,
           ]),
         );
+  return { written, stored };
+}
+
+/** What each event of the call fired, in the order given (see {@link writeEvents}). */
+export function firedEventsOf(
+  rt: Runtime,
+  planned: readonly PlannedEvent[],
+  { written, stored }: Inserted,
+): FiredEvent[] {
   let next = 0;
   return planned.map((p): FiredEvent => {
     if (p.suppression?.record === false) {
