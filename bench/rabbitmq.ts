@@ -218,17 +218,25 @@ async function relayRun(kind: TransportKind, relays: number) {
   }
 }
 
+/** Every message sent reached the queue (and no more): what was timed was delivered. */
+async function expectQueued(n: number): Promise<void> {
+  const { messageCount } = await ach.checkQueue(queue);
+  if (messageCount !== n) throw new Error(`the queue holds ${messageCount} messages, not ${n}`);
+}
+
 const load = () => Number(loadavg()[0].toFixed(2));
 try {
   for (let round = 1; round <= rounds; round++)
     for (const relays of relayCounts) {
       const raw = await rawLoop();
+      await expectQueued(events);
       await ach.purgeQueue(queue);
       console.log(
         JSON.stringify({ round, figure: 'raw', relays, events, batchSize, load1m: load(), ...raw }),
       );
       for (const kind of transports) {
         const relay = await relayRun(kind, relays);
+        await expectQueued(kind === 'none' ? 0 : events);
         await ach.purgeQueue(queue);
         console.log(
           JSON.stringify({

@@ -43,6 +43,8 @@ interface Shape {
   channels: number;
   inFlight: number;
   cork: boolean;
+  /** Let amqplib write every `chunk` messages (two check phases) before publishing more. */
+  chunk?: number;
 }
 const SHAPES: Record<string, Shape> = {
   seq: { connections: 1, channels: 1, inFlight: 1, cork: false },
@@ -53,7 +55,11 @@ const SHAPES: Record<string, Shape> = {
   channels2: { connections: 1, channels: 2, inFlight: 1, cork: false },
   channels4: { connections: 1, channels: 4, inFlight: 2, cork: false },
   connections2: { connections: 2, channels: 1, inFlight: 1, cork: false },
+  'seq-chunk100': { connections: 1, channels: 1, inFlight: 1, cork: false, chunk: 100 },
+  'seq-chunk50': { connections: 1, channels: 1, inFlight: 1, cork: false, chunk: 50 },
+  'inflight2-chunk100': { connections: 1, channels: 1, inFlight: 2, cork: false, chunk: 100 },
 };
+const checkPhase = () => new Promise<void>((resolve) => setImmediate(resolve));
 
 const at = new Date();
 const all: OutboxEvent[] = Array.from({ length: events }, (_, n) => ({
@@ -73,27 +79,40 @@ const all: OutboxEvent[] = Array.from({ length: events }, (_, n) => ({
 }));
 
 /** Publish `batch` and await every confirm; cork the socket over the batch's writes. */
-function sendBatch(ch: ConfirmChannel, socket: Socket, batch: OutboxEvent[], cork: boolean) {
+async function sendBatch(
+  ch: ConfirmChannel,
+  socket: Socket,
+  batch: OutboxEvent[],
+  cork: boolean,
+  chunk = batch.length,
+) {
   if (cork) {
     socket.cork();
     // amqplib's muxer writes the frames in a setImmediate scheduled from a nextTick after
     // the publishes: uncork in the check phase after that one.
     setImmediate(() => setImmediate(() => socket.uncork()));
   }
-  return Promise.all(
-    batch.map(
-      (e) =>
-        new Promise<void>((resolve, reject) => {
-          ch.publish(
-            exchange,
-            e.name,
-            Buffer.from(getBody(e)),
-            messageOptions(e, false),
-            (err: unknown) => (err ? reject(err) : resolve()),
-          );
-        }),
-    ),
-  );
+  const confirms: Promise<void>[] = [];
+  for (let i = 0; i < batch.length; i++) {
+    if (i > 0 && i % chunk === 0) {
+      // The muxer's write of the last chunk runs in the next check phase: wait for it.
+      await checkPhase();
+      await checkPhase();
+    }
+    const e = batch[i];
+    confirms.push(
+      new Promise<void>((resolve, reject) => {
+        ch.publish(
+          exchange,
+          e.name,
+          Buffer.from(getBody(e)),
+          messageOptions(e, false),
+          (err: unknown) => (err ? reject(err) : resolve()),
+        );
+      }),
+    );
+  }
+  await Promise.all(confirms);
 }
 
 async function run(name: string, s: Shape): Promise<number> {
@@ -115,7 +134,7 @@ async function run(name: string, s: Shape): Promise<number> {
       const from = next;
       if (from >= events) return;
       next += batchSize;
-      await sendBatch(lane.ch, lane.socket, all.slice(from, from + batchSize), s.cork);
+      await sendBatch(lane.ch, lane.socket, all.slice(from, from + batchSize), s.cork, s.chunk);
     }
   };
   await Promise.all(

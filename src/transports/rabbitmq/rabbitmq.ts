@@ -259,9 +259,19 @@ export function rabbitmq(options: RabbitmqOptions): OutboxDelivery {
       }
       if (--outstanding === 0 && !publishing) allConfirmed();
     };
-    const corked = cork(l);
+    let corked = cork(l);
     try {
       for (let i = 0; i < items.length; i++) {
+        if (i > 0 && i % WRITE_TURN === 0) {
+          // Let amqplib write what is published so far before encoding more: the broker
+          // works on the first messages while the rest are encoded (and the relay's other
+          // I/O gets a turn). Its muxer writes in the check phase after the publishes;
+          // the second wait is for that one.
+          corked.release();
+          await nextCheckPhase();
+          await nextCheckPhase();
+          corked = cork(l);
+        }
         if (signal.aborted || l.broken) break;
         const { event } = items[i];
         let key: string;
@@ -286,7 +296,7 @@ export function rabbitmq(options: RabbitmqOptions): OutboxDelivery {
           outstanding--;
           results[i] = failed(l.broken ?? error);
         }
-        // The socket's buffer is full: let it drain before writing more of the batch.
+        // The channel's buffer is full: let it drain before writing more of the batch.
         if (!writable) {
           corked.release();
           await Promise.race([drained(l), aborted.promise]);
@@ -398,6 +408,15 @@ function confirmError(error: unknown, l: Link): Error {
 }
 
 const ABORTED = Symbol('aborted');
+
+/**
+ * How many messages a batch publishes before it lets amqplib write them out (see
+ * `deliverBatch`): large enough that the wait is rare, small enough that the broker starts
+ * on a batch long before its last message is encoded.
+ */
+const WRITE_TURN = 100;
+
+const nextCheckPhase = () => new Promise<void>((resolve) => setImmediate(resolve));
 
 /** A promise settling to {@link ABORTED} when `signal` aborts, and its disposal. */
 function abortPromise(signal: AbortSignal) {
