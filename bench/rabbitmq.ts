@@ -19,7 +19,8 @@
  * `--transports` lists what the relays deliver through, each timed after the same round's
  * raw loop: `new` (`rabbitmq()` of src/), `base` (the frozen pre-rmq-speed copy in
  * bench/experiments/rabbitmq-base-transport.ts), `none` (a no-op `deliverBatch`: the
- * database's own ceiling). `--rounds` repeats raw + each transport, interleaved. `--cpu`
+ * database's own ceiling). `--rounds` repeats raw + each transport, interleaved (the
+ * transports in reverse order in even rounds). `--cpu`
  * adds the CPU µs per event of this process, the broker (the process listening on its port)
  * and every postgres process over each timed part (Linux /proc; the postgres figure includes
  * other clients' work on the shared server).
@@ -234,7 +235,8 @@ try {
       console.log(
         JSON.stringify({ round, figure: 'raw', relays, events, batchSize, load1m: load(), ...raw }),
       );
-      for (const kind of transports) {
+      // Even rounds take the transports in reverse, so none always runs first after the raw loop.
+      for (const kind of round % 2 === 0 ? [...transports].reverse() : transports) {
         const relay = await relayRun(kind, relays);
         await expectQueued(kind === 'none' ? 0 : events);
         await ach.purgeQueue(queue);
