@@ -17,7 +17,6 @@
  * the batch naming it, and the relay retries until it is declared. The empty name is the
  * default exchange, which routes by queue name.
  */
-import type { Writable } from 'node:stream';
 import type { ChannelModel, ConfirmChannel, Options } from 'amqplib';
 import type {
   DeliveryItem,
@@ -259,19 +258,8 @@ export function rabbitmq(options: RabbitmqOptions): OutboxDelivery {
       }
       if (--outstanding === 0 && !publishing) allConfirmed();
     };
-    let corked = cork(l);
     try {
       for (let i = 0; i < items.length; i++) {
-        if (i > 0 && i % WRITE_TURN === 0) {
-          // Let amqplib write what is published so far before encoding more: the broker
-          // works on the first messages while the rest are encoded (and the relay's other
-          // I/O gets a turn). Its muxer writes in the check phase after the publishes;
-          // the second wait is for that one.
-          corked.release();
-          await nextCheckPhase();
-          await nextCheckPhase();
-          corked = cork(l);
-        }
         if (signal.aborted || l.broken) break;
         const { event } = items[i];
         let key: string;
@@ -296,13 +284,9 @@ export function rabbitmq(options: RabbitmqOptions): OutboxDelivery {
           outstanding--;
           results[i] = failed(l.broken ?? error);
         }
-        // The channel's buffer is full: let it drain before writing more of the batch.
-        if (!writable) {
-          corked.release();
-          await Promise.race([drained(l), aborted.promise]);
-        }
+        // The socket's buffer is full: let it drain before writing more of the batch.
+        if (!writable) await Promise.race([drained(l), aborted.promise]);
       }
-      corked.release();
       publishing = false;
       if (outstanding > 0) {
         const outcome = await Promise.race([confirmed, aborted.promise]);
@@ -310,7 +294,6 @@ export function rabbitmq(options: RabbitmqOptions): OutboxDelivery {
           abandon(l, new Error('an attempt was aborted while its confirms were outstanding'));
       }
     } finally {
-      corked.release();
       aborted.dispose();
     }
     return results.map(
@@ -374,30 +357,6 @@ function isEmpty(o: object): boolean {
   return true;
 }
 
-/**
- * Hold the connection's socket writes while a batch is published, so amqplib's frames for
- * the batch leave in a few `writev` calls instead of one `write` (one syscall) per message;
- * `release` lets them go. amqplib's muxer writes the frames in a `setImmediate` scheduled
- * (from a `nextTick`) after the publishes, so the uncork waits for the check phase after
- * that one. A socket write that reports a full buffer stops the muxer until the socket
- * drains, which the uncork brings about: nothing waits on a held socket. Only the writes'
- * grouping changes: each message still waits for its own confirm.
- */
-function cork(l: Link): { release(): void } {
-  const socket = (l.model.connection as unknown as { stream?: Partial<Writable> }).stream;
-  if (typeof socket?.cork !== 'function' || typeof socket.uncork !== 'function')
-    return { release() {} };
-  socket.cork();
-  let held = true;
-  return {
-    release() {
-      if (!held) return;
-      held = false;
-      setImmediate(() => setImmediate(() => socket.uncork?.()));
-    },
-  };
-}
-
 /** Why a message's confirm failed: a nack, or the channel's end before the ack. */
 function confirmError(error: unknown, l: Link): Error {
   if (messageOf(error) === 'message nacked')
@@ -408,15 +367,6 @@ function confirmError(error: unknown, l: Link): Error {
 }
 
 const ABORTED = Symbol('aborted');
-
-/**
- * How many messages a batch publishes before it lets amqplib write them out (see
- * `deliverBatch`): large enough that the wait is rare, small enough that the broker starts
- * on a batch long before its last message is encoded.
- */
-const WRITE_TURN = 100;
-
-const nextCheckPhase = () => new Promise<void>((resolve) => setImmediate(resolve));
 
 /** A promise settling to {@link ABORTED} when `signal` aborts, and its disposal. */
 function abortPromise(signal: AbortSignal) {
