@@ -17,9 +17,9 @@
  * already open (an empty `deliverBatch` opens it) and stops at the last `relay:delivered`.
  *
  * `--transports` lists what the relays deliver through, each timed after the same round's
- * raw loop: `new` (`rabbitmq()` of src/), `base` (the frozen pre-rmq-speed copy in
- * bench/experiments/rabbitmq-base-transport.ts), `none` (a no-op `deliverBatch`: the
- * database's own ceiling). `--rounds` repeats raw + each transport, interleaved (the
+ * raw loop: `new` (`rabbitmq()` of src/), `none` (a no-op `deliverBatch`: the database's
+ * own ceiling). To compare an older transport, run this file in a worktree of that commit
+ * (bench/README.md, "A/B"), not a copy of it here. `--rounds` repeats raw + each transport, interleaved (the
  * transports in reverse order in even rounds). `--cpu`
  * adds the CPU µs per event of this process, the broker (the process listening on its port)
  * and every postgres process over each timed part (Linux /proc; the postgres figure includes
@@ -44,7 +44,6 @@ import {
 import { messageOptions } from '../src/transports/rabbitmq/rabbitmq.js';
 import { dropSchema, newSchemaName, openSequelize, Ping } from './common.js';
 import { cpuNow, listenerPid } from './experiments/proc-cpu.js';
-import { rabbitmq as baseRabbitmq } from './experiments/rabbitmq-base-transport.js';
 import { settle } from './pg.js';
 
 const AMQP_URL = process.env.OUTBOX_TEST_RABBITMQ_URL ?? 'amqp://guest:guest@127.0.0.1:5672';
@@ -65,7 +64,7 @@ const relayCounts = values.relays.split(',').map(Number);
 /** How many ordering keys the events spread over (a claim holds one event per key). */
 const keys = Number(values.keys);
 const rounds = Number(values.rounds);
-const TRANSPORTS = ['new', 'base', 'none'] as const;
+const TRANSPORTS = ['new', 'none'] as const;
 type TransportKind = (typeof TRANSPORTS)[number];
 const transports = values.transports.split(',') as TransportKind[];
 for (const t of transports)
@@ -164,12 +163,7 @@ const noop: OutboxDelivery = {
 async function relayRun(kind: TransportKind, relays: number) {
   const sequelize = openSequelize(2 * relays);
   const schema = newSchemaName();
-  const deliver =
-    kind === 'new'
-      ? rabbitmq({ url: AMQP_URL, exchange })
-      : kind === 'base'
-        ? baseRabbitmq({ url: AMQP_URL, exchange })
-        : noop;
+  const deliver = kind === 'new' ? rabbitmq({ url: AMQP_URL, exchange }) : noop;
   const config = defineOutbox({
     events: { [EVENT_NAME]: Ping },
     receivers: { bus: receiver(EVENT_NAME, { deliver }) },

@@ -4,7 +4,13 @@
  * ordering key of its row. Pure: no statement runs here.
  */
 import { createHash } from 'node:crypto';
-import type { CapturedChange, CaptureOperation, ResolvedCapture } from '../declare/capture.js';
+import {
+  type AttributeKind,
+  attributeKind,
+  type CapturedChange,
+  type CaptureOperation,
+  type ResolvedCapture,
+} from '../declare/capture.js';
 import { ValidationError } from '../errors/outbox-error.js';
 
 const MAX_KEY = 255;
@@ -206,39 +212,6 @@ export function envelopeOf(
   return envelope;
 }
 
-/** How an attribute's JSON form is checked: the kinds of `attributeSchema` (src/declare/capture.ts). */
-type Kind = 'number' | 'float' | 'boolean' | 'string' | 'unknown';
-function kindOf(typeKey: string | undefined): Kind {
-  switch (typeKey ?? '') {
-    case 'INTEGER':
-    case 'SMALLINT':
-    case 'MEDIUMINT':
-    case 'TINYINT':
-      return 'number';
-    case 'FLOAT':
-    case 'DOUBLE':
-    case 'REAL':
-      return 'float';
-    case 'BOOLEAN':
-      return 'boolean';
-    case 'STRING':
-    case 'TEXT':
-    case 'CHAR':
-    case 'CITEXT':
-    case 'UUID':
-    case 'ENUM':
-    case 'DECIMAL':
-    case 'BIGINT':
-    case 'DATE':
-    case 'DATEONLY':
-    case 'TIME':
-    case 'BLOB':
-      return 'string';
-    default:
-      return 'unknown';
-  }
-}
-
 const FLOAT_TEXTS = new Set(['NaN', 'Infinity', '-Infinity']);
 
 /** A value JSON writes as itself and reads back the same: null, a string, a boolean, a finite number. */
@@ -252,7 +225,7 @@ function primitive(v: unknown): boolean {
 }
 
 /** Whether a value is of its kind's JSON form (null always is: every attribute's schema is nullable). */
-function fits(kind: Kind, v: unknown): boolean {
+function fits(kind: AttributeKind, v: unknown): boolean {
   switch (kind) {
     case 'number':
       return v === null || (typeof v === 'number' && Number.isFinite(v));
@@ -273,7 +246,7 @@ function fits(kind: Kind, v: unknown): boolean {
 }
 
 const OPERATIONS = new Set<string>(['inserted', 'updated', 'deleted']);
-const kindCache = new WeakMap<ResolvedCapture, readonly Kind[]>();
+const kindCache = new WeakMap<ResolvedCapture, readonly AttributeKind[]>();
 
 /**
  * The envelope's JSON text when it is sure to be what `fire()` would make of it — its
@@ -291,7 +264,7 @@ export function envelopeText(
 ): string | undefined {
   let kinds = kindCache.get(capture);
   if (!kinds) {
-    kinds = columnsOf(capture).fields.map((c) => kindOf(c.typeKey));
+    kinds = columnsOf(capture).fields.map((c) => attributeKind(c.typeKey));
     kindCache.set(capture, kinds);
   }
   if (typeof envelope.model !== 'string' || typeof envelope.occurred_at !== 'string') {

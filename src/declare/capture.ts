@@ -454,21 +454,27 @@ export function resolveCapture(definition: CaptureDefinition): ResolvedCapture {
   };
 }
 
-/** The JSON form's zod type of one Sequelize attribute type (by its `key`), nullable. */
-function attributeSchema(type: unknown): z.ZodType {
-  const key = (type as { key?: string } | undefined)?.key ?? '';
-  switch (key) {
+/**
+ * The JSON form a Sequelize attribute type (by its `key`) takes in a captured envelope:
+ * what {@link attributeSchema} checks and what capture's own fast check
+ * (`envelopeText`, src/capture/envelope.ts) tests, written once so the two never differ.
+ */
+export type AttributeKind = 'number' | 'float' | 'boolean' | 'string' | 'unknown';
+
+/** The {@link AttributeKind} of a Sequelize type key (`'unknown'` for any other). */
+export function attributeKind(key: string | undefined): AttributeKind {
+  switch (key ?? '') {
     case 'INTEGER':
     case 'SMALLINT':
     case 'MEDIUMINT':
     case 'TINYINT':
-      return z.number().nullable();
+      return 'number';
     case 'FLOAT':
     case 'DOUBLE':
     case 'REAL':
-      return z.union([z.number(), z.enum(['NaN', 'Infinity', '-Infinity'])]).nullable();
+      return 'float';
     case 'BOOLEAN':
-      return z.boolean().nullable();
+      return 'boolean';
     case 'STRING':
     case 'TEXT':
     case 'CHAR':
@@ -481,6 +487,22 @@ function attributeSchema(type: unknown): z.ZodType {
     case 'DATEONLY':
     case 'TIME':
     case 'BLOB':
+      return 'string';
+    default:
+      return 'unknown';
+  }
+}
+
+/** The JSON form's zod type of one Sequelize attribute type (by its `key`), nullable. */
+function attributeSchema(type: unknown): z.ZodType {
+  switch (attributeKind((type as { key?: string } | undefined)?.key)) {
+    case 'number':
+      return z.number().nullable();
+    case 'float':
+      return z.union([z.number(), z.enum(['NaN', 'Infinity', '-Infinity'])]).nullable();
+    case 'boolean':
+      return z.boolean().nullable();
+    case 'string':
       return z.string().nullable();
     default:
       return z.unknown();
