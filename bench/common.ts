@@ -133,6 +133,14 @@ export function quantile(sorted: readonly number[], q: number): number {
   return sorted[rank];
 }
 
+/** A command-line option that must be a whole number of at least `min`: its value, else an error naming it. */
+export function wholeNumberOption(name: string, text: string, min = 0): number {
+  const n = Number(text);
+  if (text.trim() === '' || !Number.isInteger(n) || n < min)
+    throw new Error(`--${name} must be a whole number ≥ ${min} (got ${text})`);
+  return n;
+}
+
 /** Round to a few decimals for printing. */
 export function round(value: number, digits = 3): number {
   const f = 10 ** digits;

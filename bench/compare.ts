@@ -19,7 +19,7 @@
 import { execFileSync } from 'node:child_process';
 import { cpus } from 'node:os';
 import { parseArgs } from 'node:util';
-import { emit, note, round, setEmitContext } from './common.js';
+import { emit, note, round, setEmitContext, wholeNumberOption } from './common.js';
 import { benchDrain, type DrainKind } from './drain.js';
 import { benchLatency, defaultProducers, type LatencySystem } from './latency.js';
 import {
@@ -84,6 +84,7 @@ export async function compareMain(args: string[]): Promise<void> {
       seconds: { type: 'string' },
       producers: { type: 'string' },
       'producer-async-commit': { type: 'boolean', default: false },
+      'latency-history': { type: 'string', default: '50000' },
       iterations: { type: 'string', default: '3000' },
     },
   });
@@ -185,6 +186,7 @@ export async function compareMain(args: string[]): Promise<void> {
               warmupSeconds: 1,
               producers: producers ?? defaultProducers(rate),
               producerSynchronousCommit: values['producer-async-commit'] ? false : undefined,
+              history: wholeNumberOption('latency-history', values['latency-history']),
             }),
         });
       }

@@ -36,6 +36,7 @@ import { type PeerLatencySetting, preparePeer, startPeerWorkers } from './peers/
 import { settle } from './pg.js';
 import type { BareWorkerOptions, ChildMessage, ProducerOptions } from './protocol.js';
 import { type RelayGroup, startRelays, startWorkers } from './relays.js';
+import { seedSettled } from './seed.js';
 import type { BenchWakeup } from './wakeups.js';
 
 const BARE_WORKER = fileURLToPath(new URL('./bare/worker.ts', import.meta.url));
@@ -58,6 +59,13 @@ export interface LatencyOptions {
   readonly producerSynchronousCommit?: boolean;
   /** outboxkit: the wakeup between producers and relay (default listen-notify). */
   readonly wakeup?: BenchWakeup;
+  /**
+   * outboxkit and the bare loop: settled events (one succeeded delivery each) seeded before
+   * the VACUUM (ANALYZE), the history an outbox in service holds within its retention
+   * window (default 0: a new outbox). The peers delete a finished job, so their steady
+   * state is the empty table they start with.
+   */
+  readonly history?: number;
 }
 
 /** The producers a rate gets unless told: one up to 200/s (the first figure's), else 4. */
@@ -92,6 +100,7 @@ export async function benchLatency(o: LatencyOptions): Promise<Record<string, un
       });
       await outbox.migrate();
       await outbox.close();
+      await seedSettled(sequelize, schema, o.history ?? 0, "interval '1 hour'");
     } else {
       await preparePeer(system, schema, 0);
     }
@@ -230,6 +239,7 @@ export async function benchLatency(o: LatencyOptions): Promise<Record<string, un
           : system === 'outboxkit'
             ? (o.wakeup ?? 'listen-notify')
             : 'listen-notify',
+      ...(o.history && (system === 'outboxkit' || system === 'bare') ? { history: o.history } : {}),
       ratePerSecond: o.rate,
       achievedPerSecond: Math.round(achieved),
       producers,

@@ -25,6 +25,7 @@ import {
   round,
 } from './common.js';
 import { settle } from './pg.js';
+import { seedSettled } from './seed.js';
 
 export interface PruneBenchOptions {
   /** Settled events to prune for the rate figure. */
@@ -33,29 +34,6 @@ export interface PruneBenchOptions {
   readonly histories: readonly number[];
   /** Runs per nothing-due figure. */
   readonly repeats: number;
-}
-
-/** Seed `n` settled events recorded `ageSql` ago, one succeeded delivery row each. */
-async function seedSettled(
-  sequelize: ReturnType<typeof openSequelize>,
-  schema: string,
-  n: number,
-  ageSql: string,
-): Promise<void> {
-  if (n === 0) return;
-  const s = `"${schema}"`;
-  // In chunks of 200,000, so one statement's WAL and memory stay bounded.
-  for (let from = 1; from <= n; from += 200_000) {
-    const to = Math.min(n, from + 199_999);
-    await sequelize.query(`
-      WITH e AS (
-        INSERT INTO ${s}.outbox_events (uuid, name, payload, occurred_at, recorded_at)
-        SELECT gen_random_uuid(), 'bench.Ping', jsonb_build_object('n', g, 'note', ''), now() - ${ageSql}, now() - ${ageSql}
-        FROM generate_series(${from}, ${to}) g
-        RETURNING id)
-      INSERT INTO ${s}.outbox_deliveries (event_id, receiver_key, status, attempts, max_attempts, available_at, completed_at, succeeded_at)
-      SELECT id, 'noop', 'succeeded', 1, 5, now() - ${ageSql}, now() - ${ageSql}, now() - ${ageSql} FROM e`);
-  }
 }
 
 /** 100 live (owed) events of each retention of its own: what a prune with nothing due reads. */

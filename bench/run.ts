@@ -19,7 +19,7 @@
 import { cpus } from 'node:os';
 import { parseArgs } from 'node:util';
 import { benchClaimPrune } from './claim-prune.js';
-import { emit, isReceiverKind, note, openSequelize } from './common.js';
+import { emit, isReceiverKind, note, openSequelize, wholeNumberOption } from './common.js';
 import { compareMain } from './compare.js';
 import { benchDrain, type DrainKind } from './drain.js';
 import { benchExplain } from './explain.js';
@@ -53,6 +53,7 @@ const OPTIONS = {
   warmup: { type: 'string', default: '1' },
   producers: { type: 'string' },
   'producer-async-commit': { type: 'boolean', default: false },
+  'latency-history': { type: 'string', default: '50000' },
   systems: { type: 'string', default: 'outboxkit' },
   wakeups: { type: 'string', default: 'listen-notify' },
   iterations: { type: 'string', default: '3000' },
@@ -137,6 +138,7 @@ async function main(): Promise<void> {
           warmupSeconds: positiveInt('warmup', values.warmup),
           producers,
           producerSynchronousCommit: values['producer-async-commit'] ? false : undefined,
+          history: wholeNumberOption('latency-history', values['latency-history']),
           wakeup,
         });
       }

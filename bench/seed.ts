@@ -24,3 +24,31 @@ export async function analyze(sequelize: Sequelize, schema: string): Promise<voi
   await sequelize.query(`ANALYZE "${schema}"."outbox_events"`);
   await sequelize.query(`ANALYZE "${schema}"."outbox_deliveries"`);
 }
+
+/**
+ * Seed `n` settled events recorded `ageSql` ago, one succeeded delivery row each, set-based
+ * (`INSERT … SELECT generate_series`): the history an outbox in service holds within its
+ * retention window. Their payloads' `n` is negative, so no figure that matches events by
+ * `n` (the latency probes) ever takes one for its own.
+ */
+export async function seedSettled(
+  sequelize: Sequelize,
+  schema: string,
+  n: number,
+  ageSql: string,
+): Promise<void> {
+  if (n === 0) return;
+  const s = `"${schema}"`;
+  // In chunks of 200,000, so one statement's WAL and memory stay bounded.
+  for (let from = 1; from <= n; from += 200_000) {
+    const to = Math.min(n, from + 199_999);
+    await sequelize.query(`
+      WITH e AS (
+        INSERT INTO ${s}.outbox_events (uuid, name, payload, occurred_at, recorded_at)
+        SELECT gen_random_uuid(), 'bench.Ping', jsonb_build_object('n', -g, 'note', ''), now() - ${ageSql}, now() - ${ageSql}
+        FROM generate_series(${from}, ${to}) g
+        RETURNING id)
+      INSERT INTO ${s}.outbox_deliveries (event_id, receiver_key, status, attempts, max_attempts, available_at, completed_at, succeeded_at)
+      SELECT id, 'noop', 'succeeded', 1, 5, now() - ${ageSql}, now() - ${ageSql}, now() - ${ageSql} FROM e`);
+  }
+}
