@@ -26,6 +26,7 @@ import {
   sleep,
 } from '../common.js';
 import { connectPg, dropSchemaPg, settle } from '../pg.js';
+import { seedSettled } from '../seed.js';
 
 const { values: args } = parseArgs({
   options: {
@@ -50,17 +51,7 @@ async function main(): Promise<void> {
   try {
     await outbox.migrate();
     const history = Number(args.history);
-    if (history > 0) {
-      await producer.query(`
-        WITH e AS (
-          INSERT INTO "${schema}".outbox_events (uuid, name, payload, occurred_at)
-          SELECT gen_random_uuid(), 'bench.Ping', jsonb_build_object('n', -g, 'note', 'history'), now()
-          FROM generate_series(1, ${history}) g RETURNING id
-        )
-        INSERT INTO "${schema}".outbox_deliveries (event_id, receiver_key, status, attempts, max_attempts,
-                                                   available_at, completed_at, succeeded_at)
-        SELECT id, 'noop', 'succeeded', 1, 25, now(), now(), now() FROM e`);
-    }
+    await seedSettled(sequelize, schema, history, "interval '1 hour'");
     await settle(schema);
     // The claim's stamps, by event number of each row it took.
     const claimStart = new Map<number, number>();
