@@ -7,7 +7,7 @@ import { planDeliveries } from './plan.js';
 import { prepareEvents } from './prepare.js';
 import { resolveTransaction } from './transaction.js';
 import type { FiredEvent, FireMessage, PlannedEvent } from './types.js';
-import { firedEventsOf, insertPlanned, writeEvents } from './write.js';
+import { firedEventsOf, type Inserted, insertPlanned } from './write.js';
 
 export type { FiredEvent, FireMessage, FireOptions } from './types.js';
 
@@ -30,27 +30,7 @@ export async function fireEvents(
   explicit: Transaction | null | undefined,
   where: string,
 ): Promise<FiredEvent[]> {
-  const now = rt.clock();
-  const prepared = prepareEvents(
-    rt.config,
-    rt.fireHeaders ? withFireHeaders(rt, rt.fireHeaders, messages) : messages,
-    now,
-    where,
-  );
-  const transaction = resolveTransaction(rt.sequelize, explicit);
-  if (prepared.length === 0) return [];
-  const inTransaction = async (t: Transaction): Promise<FiredEvent[]> => {
-    const planned = await planDeliveries(prepared, {
-      now,
-      transaction: t,
-      where: (i) => (messages.length > 1 ? `${where}[${i}]` : where),
-    });
-    const fired = await writeEvents(rt, planned, t);
-    await runInlineReceivers(planned, fired, t);
-    arrangeAfterCommit(rt, planned, fired, t);
-    return fired;
-  };
-  return transaction ? inTransaction(transaction) : rt.sequelize.transaction(inTransaction);
+  return (await fireInTransaction(rt, messages, explicit, where, true)) ?? [];
 }
 
 /**
@@ -70,6 +50,22 @@ export async function fireUnanswered(
   where: string,
   encoded?: readonly (string | undefined)[],
 ): Promise<void> {
+  await fireInTransaction(rt, messages, explicit, where, false, encoded);
+}
+
+/**
+ * The four steps of {@link fireEvents}, in the caller's transaction or one of their own.
+ * `answered: false` skips building the `FiredEvent`s where nothing in the process reads
+ * them (see {@link fireUnanswered}), and then returns undefined.
+ */
+async function fireInTransaction(
+  rt: Runtime,
+  messages: readonly FireMessage[],
+  explicit: Transaction | null | undefined,
+  where: string,
+  answered: boolean,
+  encoded?: readonly (string | undefined)[],
+): Promise<FiredEvent[] | undefined> {
   const now = rt.clock();
   const prepared = prepareEvents(
     rt.config,
@@ -79,34 +75,42 @@ export async function fireUnanswered(
     encoded,
   );
   const transaction = resolveTransaction(rt.sequelize, explicit);
-  if (prepared.length === 0) return;
-  const inTransaction = async (t: Transaction): Promise<void> => {
+  if (prepared.length === 0) return [];
+  const inTransaction = async (t: Transaction): Promise<FiredEvent[] | undefined> => {
     const planned = await planDeliveries(prepared, {
       now,
       transaction: t,
       where: (i) => (messages.length > 1 ? `${where}[${i}]` : where),
     });
     const inserted = await insertPlanned(rt, planned, t);
-    if (planned.some(runsInProcess)) {
-      const fired = firedEventsOf(rt, planned, inserted);
-      await runInlineReceivers(planned, fired, t);
-      arrangeAfterCommit(rt, planned, fired, t);
-      return;
+    if (!answered && !planned.some(runsInProcess)) {
+      const topics = freshDurableTopics(planned, inserted);
+      if (topics.length > 0) signalWhenCommitted(rt, t, topics);
+      return undefined;
     }
-    // arrangeAfterCommit's signal: the topics of the fresh (not repeated, not suppressed)
-    // events that durable receivers owe, in firing order.
-    const topics: string[] = [];
-    let next = 0;
-    for (const p of planned) {
-      if (p.suppression?.record === false) continue;
-      const w = inserted.written[next++];
-      if (w?.inserted && p.suppression === null && p.route.durable.length > 0)
-        topics.push(p.row.name);
-    }
-    if (topics.length > 0) signalWhenCommitted(rt, t, topics);
+    const fired = firedEventsOf(rt, planned, inserted);
+    await runInlineReceivers(planned, fired, t);
+    arrangeAfterCommit(rt, planned, fired, t);
+    return fired;
   };
-  if (transaction) await inTransaction(transaction);
-  else await rt.sequelize.transaction(inTransaction);
+  return transaction ? inTransaction(transaction) : rt.sequelize.transaction(inTransaction);
+}
+
+/**
+ * {@link arrangeAfterCommit}'s signal, read off the insert instead of the `FiredEvent`s:
+ * the topics of the fresh events (written now, neither a repeated idempotency key nor
+ * suppressed) that durable receivers owe, in firing order.
+ */
+function freshDurableTopics(planned: readonly PlannedEvent[], inserted: Inserted): string[] {
+  const topics: string[] = [];
+  let next = 0;
+  for (const p of planned) {
+    if (p.suppression?.record === false) continue;
+    const w = inserted.written[next++];
+    if (w?.inserted && p.suppression === null && p.route.durable.length > 0)
+      topics.push(p.row.name);
+  }
+  return topics;
 }
 
 /** Whether an event has a receiver that runs in this process: inline, onCommit or eager. */
