@@ -105,7 +105,9 @@ describeEachDialect('outbox relay lifecycle', (dialect) => {
     const failing = await runCli(['relay', '--once', '-c', PING_CONFIG, ...db.args], {
       env: { OUTBOX_TEST_RECEIVED: received, OUTBOX_TEST_FAIL: '1' },
     });
-    expect(failing.stderr).toContain('succeeded 0, failed 3');
+    // Three failed; a retry whose jittered backoff is already due is claimed again by the
+    // same run (--once stops at the first pass that finds nothing owed), so it may be more.
+    expect(failing.stderr).toMatch(/succeeded 0, failed ([3-9]|\d\d+),/);
     expect(failing.code).toBe(2);
     await fire(2);
     const ok = await runCli(['relay', '--once', '-c', PING_CONFIG, ...db.args], {
