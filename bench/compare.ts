@@ -116,6 +116,7 @@ export async function compareMain(args: string[]): Promise<void> {
   const seconds = values.seconds ? positiveInt('seconds', values.seconds) : undefined;
   const producers = values.producers ? positiveInt('producers', values.producers) : undefined;
   const iterations = positiveInt('iterations', values.iterations);
+  const latencyHistory = wholeNumberOption('latency-history', values['latency-history']);
 
   if ((has('graphile') || has('pgboss')) && (only.has('handler') || only.has('latency')))
     ensurePeers();
@@ -186,7 +187,7 @@ export async function compareMain(args: string[]): Promise<void> {
               warmupSeconds: 1,
               producers: producers ?? defaultProducers(rate),
               producerSynchronousCommit: values['producer-async-commit'] ? false : undefined,
-              history: wholeNumberOption('latency-history', values['latency-history']),
+              history: latencyHistory,
             }),
         });
       }

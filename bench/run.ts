@@ -118,6 +118,7 @@ async function main(): Promise<void> {
     const rate = positiveInt('rate', values.rate);
     const seconds = positiveInt('seconds', values.seconds);
     const producers = values.producers ? positiveInt('producers', values.producers) : undefined;
+    const history = wholeNumberOption('latency-history', values['latency-history']);
     const systems = values.systems.split(',');
     for (const s of systems)
       if (!(LATENCY_SYSTEMS as readonly string[]).includes(s))
@@ -138,7 +139,7 @@ async function main(): Promise<void> {
           warmupSeconds: positiveInt('warmup', values.warmup),
           producers,
           producerSynchronousCommit: values['producer-async-commit'] ? false : undefined,
-          history: wholeNumberOption('latency-history', values['latency-history']),
+          history,
           wakeup,
         });
       }
