@@ -45,12 +45,8 @@ interface Job {
 
 type Figure = Record<string, unknown>;
 
-function positiveInt(name: string, text: string): number {
-  const n = Number(text);
-  if (!Number.isInteger(n) || n < 1)
-    throw new Error(`--${name} must be a whole number ≥ 1 (got ${text})`);
-  return n;
-}
+/** A whole number ≥ 1 given for `--name`. */
+const positiveInt = (name: string, text: string): number => wholeNumberOption(name, text, 1);
 
 function list(text: string): string[] {
   return text

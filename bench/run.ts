@@ -69,12 +69,8 @@ const OPTIONS = {
   'claim-prune-autovacuum': { type: 'string', default: '0' },
 } as const;
 
-function positiveInt(name: string, text: string): number {
-  const n = Number(text);
-  if (!Number.isInteger(n) || n < 1)
-    throw new Error(`--${name} must be a whole number ≥ 1 (got ${text})`);
-  return n;
-}
+/** A whole number ≥ 1 given for `--name`. */
+const positiveInt = (name: string, text: string): number => wholeNumberOption(name, text, 1);
 
 async function main(): Promise<void> {
   const { values } = parseArgs({ options: OPTIONS });

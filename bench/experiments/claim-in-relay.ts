@@ -24,6 +24,7 @@ import {
   quantile,
   round,
   sleep,
+  wholeNumberOption,
 } from '../common.js';
 import { connectPg, dropSchemaPg, settle } from '../pg.js';
 import { seedSettled } from '../seed.js';
@@ -50,7 +51,7 @@ async function main(): Promise<void> {
   const producer = await connectPg('claim-in-relay-producer');
   try {
     await outbox.migrate();
-    const history = Number(args.history);
+    const history = wholeNumberOption('history', args.history);
     await seedSettled(sequelize, schema, history, "interval '1 hour'");
     await settle(schema);
     // The claim's stamps, by event number of each row it took.

@@ -6,6 +6,7 @@ import { rowlessContext } from './event-view.js';
 import { rootOf } from './transaction.js';
 import type { FiredEvent, PlannedEvent } from './types.js';
 import { whenCommitted } from './when-committed.js';
+import type { Inserted } from './write.js';
 
 /**
  * Step 4 of `fire()`: arrange what happens once the firing transaction has really
@@ -15,8 +16,8 @@ import { whenCommitted } from './when-committed.js';
  * - the `onCommit` receivers of the events this call wrote, in firing order; best effort,
  *   so a throw is logged and emitted as `fire:onCommitFailed`, never raised;
  * - the first attempt of their `eager` durable receivers ({@link arrangeEager});
- * - one wakeup signal per outbox per transaction, naming the topics its fires wrote that
- *   durable receivers owe, sent after every onCommit receiver. A `notifyInWrite` wakeup
+ * - one wakeup signal per outbox per transaction, naming `topics` (the caller's
+ *   {@link freshDurableTopics}), sent after every onCommit receiver. A `notifyInWrite` wakeup
  *   (PostgreSQL `NOTIFY` inside the insert) needs nothing from here.
  *
  * Duplicates of a stored idempotency key arrange nothing: they wrote nothing. Nor do
@@ -28,6 +29,7 @@ export function arrangeAfterCommit(
   planned: readonly PlannedEvent[],
   fired: readonly FiredEvent[],
   transaction: Transaction,
+  topics: readonly string[],
 ): void {
   const fresh = planned.flatMap((p, i) =>
     fired[i].duplicate || fired[i].suppressed !== null ? [] : [{ p, event: fired[i] }],
@@ -60,8 +62,25 @@ export function arrangeAfterCommit(
   // The eager receivers' first attempt, after the onCommit receivers, before the wakeup.
   arrangeEager(rt, planned, fired, transaction);
 
-  const topics = fresh.filter(({ p }) => p.route.durable.length > 0).map(({ event }) => event.name);
   if (topics.length > 0) signalWhenCommitted(rt, transaction, topics);
+}
+
+/**
+ * What the wakeup signal names, read off the insert (so a caller that builds no
+ * `FiredEvent`s, `fireUnanswered`, signals the same): the topics of the fresh events —
+ * written now, neither a repeated idempotency key nor suppressed — that durable receivers
+ * owe, in firing order.
+ */
+export function freshDurableTopics(planned: readonly PlannedEvent[], inserted: Inserted): string[] {
+  const topics: string[] = [];
+  let next = 0;
+  for (const p of planned) {
+    if (p.suppression?.record === false) continue;
+    const w = inserted.written[next++];
+    if (w?.inserted && p.suppression === null && p.route.durable.length > 0)
+      topics.push(p.row.name);
+  }
+  return topics;
 }
 
 /**

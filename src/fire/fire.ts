@@ -1,13 +1,13 @@
 import type { Transaction } from 'sequelize';
 import { type FireHeaders, fireHeadersOf } from '../observe/around-delivery.js';
 import type { Runtime } from '../runtime.js';
-import { arrangeAfterCommit, signalWhenCommitted } from './after-commit.js';
+import { arrangeAfterCommit, freshDurableTopics, signalWhenCommitted } from './after-commit.js';
 import { runInlineReceivers } from './inline.js';
 import { planDeliveries } from './plan.js';
 import { prepareEvents } from './prepare.js';
 import { resolveTransaction } from './transaction.js';
 import type { FiredEvent, FireMessage, PlannedEvent } from './types.js';
-import { firedEventsOf, type Inserted, insertPlanned } from './write.js';
+import { firedEventsOf, insertPlanned } from './write.js';
 
 export type { FiredEvent, FireMessage, FireOptions } from './types.js';
 
@@ -83,34 +83,17 @@ async function fireInTransaction(
       where: (i) => (messages.length > 1 ? `${where}[${i}]` : where),
     });
     const inserted = await insertPlanned(rt, planned, t);
+    const topics = freshDurableTopics(planned, inserted);
     if (!answered && !planned.some(runsInProcess)) {
-      const topics = freshDurableTopics(planned, inserted);
       if (topics.length > 0) signalWhenCommitted(rt, t, topics);
       return undefined;
     }
     const fired = firedEventsOf(rt, planned, inserted);
     await runInlineReceivers(planned, fired, t);
-    arrangeAfterCommit(rt, planned, fired, t);
+    arrangeAfterCommit(rt, planned, fired, t, topics);
     return fired;
   };
   return transaction ? inTransaction(transaction) : rt.sequelize.transaction(inTransaction);
-}
-
-/**
- * {@link arrangeAfterCommit}'s signal, read off the insert instead of the `FiredEvent`s:
- * the topics of the fresh events (written now, neither a repeated idempotency key nor
- * suppressed) that durable receivers owe, in firing order.
- */
-function freshDurableTopics(planned: readonly PlannedEvent[], inserted: Inserted): string[] {
-  const topics: string[] = [];
-  let next = 0;
-  for (const p of planned) {
-    if (p.suppression?.record === false) continue;
-    const w = inserted.written[next++];
-    if (w?.inserted && p.suppression === null && p.route.durable.length > 0)
-      topics.push(p.row.name);
-  }
-  return topics;
 }
 
 /** Whether an event has a receiver that runs in this process: inline, onCommit or eager. */

@@ -77,6 +77,23 @@ describeEachDialect('after-commit work waits for the outermost commit', (dialect
     ]);
   });
 
+  it('a repeated idempotency key runs no onCommit receiver and sends no signal: it wrote nothing', async () => {
+    const key = `repeat-${Date.now()}`;
+    await outbox.fire('shop.OrderPlaced', { orderId: 'first' }, { idempotencyKey: key });
+    expect(seen).toEqual(['first']);
+    expect(wakeup.signals).toEqual([['shop.OrderPlaced']]);
+    const before = await eventCount(outbox);
+    const again = await outbox.fire(
+      'shop.OrderPlaced',
+      { orderId: 'again' },
+      { idempotencyKey: key },
+    );
+    expect(again.duplicate).toBe(true);
+    expect(await eventCount(outbox)).toBe(before);
+    expect(seen).toEqual(['first']);
+    expect(wakeup.signals).toEqual([['shop.OrderPlaced']]);
+  });
+
   it('a fire in a savepoint that is rolled back runs nothing, while the outer transaction commits the rest', async () => {
     await db.sequelize.transaction(async (outer) => {
       await outbox.fire('shop.OrderPlaced', { orderId: 'outer-kept' }, { transaction: outer });
