@@ -2,7 +2,14 @@ import type { Sequelize, Transaction } from 'sequelize';
 import { afterAll, beforeAll, beforeEach, describe, expect, inject, it } from 'vitest';
 import { z } from 'zod';
 import { whenCommitted } from '../../src/fire/when-committed.js';
-import { createOutbox, defineOutbox, event, receiver, silentLogger } from '../../src/index.js';
+import {
+  createOutbox,
+  defineOutbox,
+  event,
+  type Outbox,
+  receiver,
+  silentLogger,
+} from '../../src/index.js';
 import { runtimeOf } from '../../src/runtime.js';
 import type { ClaimToken, OutboxStore } from '../../src/storage/store.js';
 import { postgresTestSchema, type TestDatabase } from '../../testing/databases.js';
@@ -30,6 +37,7 @@ const token = (workerId: string): ClaimToken => ({
 
 interface Fixture {
   db: TestDatabase;
+  outbox: Outbox;
   store: OutboxStore;
   work: string;
   claimOne(t: ClaimToken): Promise<string>;
@@ -55,6 +63,7 @@ async function fixture(db: TestDatabase, sequelize: Sequelize = db.sequelize): P
   const store = runtimeOf(outbox).store;
   return {
     db,
+    outbox,
     store,
     work,
     async claimOne(t) {
@@ -209,6 +218,45 @@ describeEachDialect('a handler transaction', (dialect) => {
     expect(await f.statusOf(id)).toBe('succeeded');
   });
 
+  it('commits work whose first statement opens a savepoint', async () => {
+    const t = token('w');
+    const id = await f.claimOne(t);
+    await f.store.handleAndAcknowledge(
+      async (tx) => {
+        await db.sequelize.transaction({ transaction: tx }, (sp) => insert(f, 4, sp));
+        await insert(f, 5, tx);
+      },
+      { id, token: t, at: () => at(2) },
+    );
+    expect(await f.workRows()).toEqual([4, 5]);
+    expect(await f.statusOf(id)).toBe('succeeded');
+  });
+
+  it('commits the events a handler fires in its transaction with the acknowledgement, and none when the claim was lost', async () => {
+    const t = token('w');
+    const id = await f.claimOne(t);
+    await f.store.handleAndAcknowledge(
+      async (tx) => {
+        await f.outbox.fire('a.Happened', { n: 2 }, { transaction: tx });
+      },
+      { id, token: t, at: () => at(2) },
+    );
+    const lostId = await f.claimOne(token('other'));
+    expect(
+      await f.store.handleAndAcknowledge(
+        async (tx) => {
+          await f.outbox.fire('a.Happened', { n: 3 }, { transaction: tx });
+        },
+        { id: lostId, token: token('w'), at: () => at(2) },
+      ),
+    ).toBe('lost');
+    const fired = (await f.store.readEvents({})).map((e) => JSON.stringify(e.payload));
+    expect(fired).toHaveLength(3);
+    expect(fired.filter((p) => p.includes('3'))).toEqual([]);
+    expect(fired.filter((p) => p.includes('2'))).toHaveLength(1);
+    expect(await f.statusOf(id)).toBe('succeeded');
+  });
+
   it('refuses a handler that ended its transaction itself, and acknowledges nothing', async () => {
     const t = token('w');
     const id = await f.claimOne(t);
@@ -262,6 +310,80 @@ describe.skipIf(!inject('pgAvailable'))('a handler transaction on PostgreSQL [po
       `INSERT INTO ${f.work} (n) VALUES (1)`,
       expect.stringMatching(/UPDATE[\s\S]*deliveries[\s\S]*;\s*COMMIT$/),
     ]);
+  });
+
+  it('holds no pool connection while a handler that writes nothing runs', async () => {
+    const { Sequelize } = await import('sequelize');
+    // One connection, and an acquire that gives up in 2 s (a held one would time out).
+    const single = new Sequelize(db.url, { logging: false, pool: { max: 1, acquire: 2000 } });
+    try {
+      const g = await fixture(db, single);
+      const t = token('w');
+      const id = await g.claimOne(t);
+      let outside: unknown;
+      const verdict = await g.store.handleAndAcknowledge(
+        async () => {
+          // The handler's own query outside its transaction (an audit read, say) needs the
+          // pool's only connection.
+          const [rows] = (await single.query('SELECT 41 + 1 AS n')) as [{ n: number }[], unknown];
+          outside = rows[0].n;
+        },
+        { id, token: t, at: () => at(2) },
+      );
+      expect(verdict).toBe('acknowledged');
+      expect(outside).toBe(42);
+      expect(await g.statusOf(id)).toBe('succeeded');
+    } finally {
+      await single.close();
+    }
+  });
+
+  it('takes its connection at the first statement, after the handler started', async () => {
+    const { Sequelize } = await import('sequelize');
+    const single = new Sequelize(db.url, { logging: false, pool: { max: 1, acquire: 5000 } });
+    try {
+      const g = await fixture(db, single);
+      const t = token('w');
+      const id = await g.claimOne(t);
+      // Another transaction holds the only connection when the handler starts; the handler
+      // starts anyway, and its first statement waits until that transaction commits.
+      const order: string[] = [];
+      let release!: () => void;
+      const released = new Promise<void>((resolve) => {
+        release = resolve;
+      });
+      let held!: () => void;
+      const holds = new Promise<void>((resolve) => {
+        held = resolve;
+      });
+      const holding = single.transaction(async () => {
+        order.push('outside holds');
+        held();
+        await released;
+        order.push('outside commits');
+      });
+      await holds;
+      const handled = g.store.handleAndAcknowledge(
+        async (tx) => {
+          order.push('handler starts');
+          release();
+          await insert(g, 6, tx);
+          order.push('handler wrote');
+        },
+        { id, token: t, at: () => at(2) },
+      );
+      await holding;
+      expect(await handled).toBe('acknowledged');
+      expect(order).toEqual([
+        'outside holds',
+        'handler starts',
+        'outside commits',
+        'handler wrote',
+      ]);
+      expect(await g.workRows()).toEqual([6]);
+    } finally {
+      await single.close();
+    }
   });
 
   it('rejects, with nothing committed, when the COMMIT itself fails (a deferred constraint)', async () => {

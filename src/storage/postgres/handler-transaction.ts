@@ -5,11 +5,13 @@
  * (START TRANSACTION, the acknowledgement, COMMIT), each through its query path. This
  * one gives the handler a real Sequelize `Transaction` on a connection of the pool, but:
  *
- * - **BEGIN is sent with the handler's first statement.** The transaction's connection
- *   sends `START TRANSACTION` just before the first query the handler runs on it (models,
- *   `sequelize.query`, `fire()`, savepoints: all go through the client's `query`). A
- *   handler that writes nothing to this database (it called an API, sent a mail) opens
- *   no transaction at all.
+ * - **The connection and BEGIN come with the handler's first statement.** The handler
+ *   starts at once; its transaction takes a connection from the pool when its first
+ *   statement asks for one (see {@link lazyConnection}), and that connection sends
+ *   `START TRANSACTION` just before the statement (models, `sequelize.query`, `fire()`,
+ *   savepoints: all go through the client's `query`). A handler that writes nothing to
+ *   this database (it called an API, sent a mail) holds no connection while it runs and
+ *   opens no transaction at all.
  * - **The acknowledgement commits in one round trip.** After a handler that wrote, the
  *   acknowledgement and `COMMIT` go as one simple-protocol message; the acknowledgement
  *   raises an error when its compare-and-set matched nothing (the claim was lost), so
@@ -102,28 +104,22 @@ export async function runLeanTransaction(
 ): Promise<'acknowledged' | 'lost'> {
   const transaction = new Transaction(sequelize, {});
   const tx = transaction as unknown as TransactionInternals;
-  const manager = connectionManager(sequelize);
-  const connection = await manager.getConnection({ uuid: tx.id });
-  if (!isPgClient(connection)) {
-    manager.releaseConnection(connection);
-    throw new Error('outboxkit: the PostgreSQL pool gave a connection that is not a pg client');
-  }
-  const client = connection;
-  tx.connection = client;
-  client.uuid = tx.id;
-  const begin = lazyBegin(client, (text) => logStatement(sequelize, tx.id, text));
+  const held = lazyConnection(sequelize, tx);
 
   /** End the transaction: give the connection back, or destroy it when it is in doubt. */
   const end = async (finished: 'commit' | 'rollback', inDoubt: boolean) => {
-    begin.restore();
     tx.finished = finished;
+    const taken = await held.settled();
+    if (!taken) return; // the work never took a connection: nothing to give back
+    taken.begin.restore();
     if (inDoubt) await tx.forceCleanup();
     else tx.cleanup();
   };
   /** Roll back what the work sent; a ROLLBACK that fails leaves the connection in doubt. */
   const rollBack = async () => {
-    if (!begin.sent()) return end('rollback', false);
-    const rolledBack = await begin
+    const taken = await held.settled();
+    if (!taken?.begin.sent()) return end('rollback', false);
+    const rolledBack = await taken.begin
       .original('ROLLBACK')
       .then(() => true)
       .catch(() => false);
@@ -137,17 +133,20 @@ export async function runLeanTransaction(
     throw error;
   }
   if (tx.finished) {
-    begin.restore();
+    (await held.settled())?.begin.restore();
     throw new Error(
       `a handler's transaction was ended by the handler (${tx.finished}); the relay commits it with the acknowledgement`,
     );
   }
 
   const at = ack.at();
-  if (!begin.sent()) {
-    // Nothing of the work is in this transaction: the acknowledgement commits on its own.
+  const taken = await held.settled();
+  if (!taken?.begin.sent()) {
+    // Nothing of the work is in this transaction: the acknowledgement commits on its own,
+    // on the connection the work took, or on one taken now.
     let acknowledged: boolean;
     try {
+      const { client, begin } = taken ?? (await held.take());
       begin.restore();
       const statement = ack.prepared(at);
       logStatement(sequelize, tx.id, statement.text);
@@ -162,8 +161,8 @@ export async function runLeanTransaction(
     }
   } else {
     try {
-      await begin.started();
-      await begin.original(`${ack.literal(client, at)};\nCOMMIT`);
+      await taken.begin.started();
+      await taken.begin.original(`${ack.literal(taken.client, at)};\nCOMMIT`);
     } catch (error) {
       await rollBack();
       if (isLostClaim(error)) return 'lost';
@@ -182,7 +181,80 @@ export async function runLeanTransaction(
   return 'acknowledged';
 }
 
+/** The handler transaction's connection once taken, with its deferred BEGIN. */
+interface TakenConnection {
+  readonly client: PgClient;
+  readonly begin: LazyBegin;
+}
+
+/**
+ * The transaction's connection, taken from the pool when first asked for rather than
+ * before the handler starts: `transaction.connection` is a getter until then, and
+ * Sequelize awaits it (`sequelize.query` runs `await transaction.connection`, a savepoint
+ * `await parent.connection`), so the handler's first statement takes it, and every
+ * statement after finds it. So the handler starts without waiting on the pool, and a
+ * handler that writes nothing here (it called an API, sent a mail) holds no connection
+ * while it runs: ten such handlers at once do not empty a pool of five. Once taken, the
+ * property is the client itself, as on a Sequelize transaction.
+ */
+function lazyConnection(sequelize: Sequelize, tx: TransactionInternals) {
+  const manager = connectionManager(sequelize);
+  let taking: Promise<TakenConnection> | undefined;
+  let client: PgClient | undefined;
+  const settle = (connection: unknown) =>
+    Object.defineProperty(tx, 'connection', {
+      value: connection,
+      writable: true,
+      configurable: true,
+      enumerable: true,
+    });
+  const take = (): Promise<TakenConnection> => {
+    taking ??= (async () => {
+      const connection = await manager.getConnection({ uuid: tx.id });
+      if (!isPgClient(connection)) {
+        manager.releaseConnection(connection);
+        throw new Error('outboxkit: the PostgreSQL pool gave a connection that is not a pg client');
+      }
+      connection.uuid = tx.id;
+      const begin = lazyBegin(connection, (text) => logStatement(sequelize, tx.id, text));
+      client = connection;
+      settle(connection);
+      return { client: connection, begin };
+    })();
+    taking.catch(() => {}); // observed by whoever asked; settled() reads it as "none"
+    return taking;
+  };
+  Object.defineProperty(tx, 'connection', {
+    get: () => client ?? take().then((taken) => taken.client),
+    set: settle,
+    configurable: true,
+    enumerable: true,
+  });
+  return {
+    /** Take the connection now (or the one being taken). */
+    take,
+    /** The connection the work took, once its taking settled; undefined when it took none. */
+    settled: async (): Promise<TakenConnection | undefined> =>
+      taking?.then(
+        (taken) => taken,
+        () => undefined,
+      ),
+  };
+}
+
 type QueryFn = (this: PgClient, ...args: unknown[]) => unknown;
+
+/** A connection's deferred BEGIN (see {@link lazyBegin}). */
+interface LazyBegin {
+  /** Whether BEGIN was sent: the handler ran a statement in its transaction. */
+  sent(): boolean;
+  /** Resolves when BEGIN succeeded; rejects with its error. */
+  started(): Promise<unknown>;
+  /** The prototype's query, which no BEGIN precedes. */
+  original(text: string): Promise<unknown>;
+  /** Take the wrapper off the connection, before it goes back to the pool. */
+  restore(): void;
+}
 
 /**
  * Make `client` send `START TRANSACTION` just before the first statement it is given, by
@@ -191,7 +263,7 @@ type QueryFn = (this: PgClient, ...args: unknown[]) => unknown;
  * callback form (Sequelize's), the promise form, and submittables (cursors, streams),
  * which are queued behind the BEGIN on the same connection.
  */
-function lazyBegin(client: PgClient, log: (text: string) => void) {
+function lazyBegin(client: PgClient, log: (text: string) => void): LazyBegin {
   const own = client as unknown as { query: QueryFn };
   const original = own.query;
   let begun: Promise<unknown> | undefined;
@@ -221,11 +293,8 @@ function lazyBegin(client: PgClient, log: (text: string) => void) {
   };
   Object.defineProperty(client, 'query', { value: wrapper, configurable: true, writable: true });
   return {
-    /** Whether BEGIN was sent: the handler ran a statement in its transaction. */
     sent: () => begun !== undefined,
-    /** Resolves when BEGIN succeeded; rejects with its error. */
     started: () => begun ?? Promise.resolve(),
-    /** The prototype's query, which no BEGIN precedes. */
     original: (text: string): Promise<unknown> => {
       log(text);
       return Promise.resolve(original.call(client, text));

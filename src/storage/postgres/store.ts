@@ -132,7 +132,9 @@ export class PostgresStore extends SqlStore {
     values: unknown[],
     transaction: Transaction,
   ): Promise<{ rows: T[]; rowCount: number }> {
-    const client = (transaction as unknown as { connection?: unknown }).connection;
+    // Awaited: a relay handler's transaction takes its connection on first use (a promise
+    // until then, see handler-transaction.ts), as Sequelize's own query path awaits it.
+    const client = await (transaction as unknown as { connection?: unknown }).connection;
     if (!this.preparedStatements || !isPgClient(client)) {
       const [rows, meta] = (await this.sequelize.query(text, {
         bind: values,
