@@ -136,8 +136,11 @@ export interface DeliveryContext {
   /**
    * The transaction to do database work in. For a durable handler it is the transaction
    * that also records the acknowledgement, so work in the same database commits exactly
-   * when the delivery is recorded done (effectively once). For an `inline` receiver it is
-   * the firing transaction. Absent for `onCommit` receivers and transports.
+   * when the delivery is recorded done (effectively once). On PostgreSQL it takes its pool
+   * connection with its first statement (read `transaction.connection` only by awaiting
+   * it, as Sequelize does), so a handler that does no database work holds no connection
+   * while it runs. For an `inline` receiver it is the firing transaction. Absent for
+   * `onCommit` receivers and transports.
    */
   readonly transaction?: Transaction;
   /**
