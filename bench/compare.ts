@@ -81,6 +81,7 @@ export async function compareMain(args: string[]): Promise<void> {
       producers: { type: 'string' },
       'producer-async-commit': { type: 'boolean', default: false },
       'latency-history': { type: 'string', default: '50000' },
+      'warmup-events': { type: 'string', default: '5000' },
       iterations: { type: 'string', default: '3000' },
     },
   });
@@ -113,6 +114,7 @@ export async function compareMain(args: string[]): Promise<void> {
   const producers = values.producers ? positiveInt('producers', values.producers) : undefined;
   const iterations = positiveInt('iterations', values.iterations);
   const latencyHistory = wholeNumberOption('latency-history', values['latency-history']);
+  const warmupEvents = wholeNumberOption('warmup-events', values['warmup-events']);
 
   if ((has('graphile') || has('pgboss')) && (only.has('handler') || only.has('latency')))
     ensurePeers();
@@ -123,7 +125,7 @@ export async function compareMain(args: string[]): Promise<void> {
     jobs.push({
       group,
       key,
-      run: () => benchDrain({ kind, relays, events: n, batchSize, concurrency }),
+      run: () => benchDrain({ kind, relays, events: n, batchSize, concurrency, warmupEvents }),
     });
   if (only.has('transport')) {
     for (const relays of relayCounts) {

@@ -33,6 +33,8 @@ export interface RelayWorkerOptions {
   readonly startAtOnce?: boolean;
   /** A proposed src/ change to try, patched in (see bench/experiments/). */
   readonly experiment?: Experiment;
+  /** A schema of its own whose backlog the relay drains, untimed, before `ready`. */
+  readonly warmupSchema?: string;
 }
 
 /** What a bare SQL loop does (bench/bare/worker.ts). */
@@ -50,6 +52,8 @@ export interface BareWorkerOptions {
   readonly notifyChannel?: string;
   /** Latency mode: the poll that backs up a lost NOTIFY. */
   readonly pollIntervalMs: number;
+  /** Transport mode: a schema of its own whose backlog the loop drains, untimed, before `ready`. */
+  readonly warmupSchema?: string;
 }
 
 /** The peers (bench/peers/) and their settings for one run. */

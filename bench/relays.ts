@@ -7,7 +7,8 @@ import { type ChildProcess, fork } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import type { ChildMessage, ParentMessage, RelayWorkerOptions } from './protocol.js';
 
-const RELAY_WORKER = fileURLToPath(new URL('./relay-worker.ts', import.meta.url));
+/** The relay process `startRelays` forks. */
+export const RELAY_WORKER = fileURLToPath(new URL('./relay-worker.ts', import.meta.url));
 
 /** One child process. */
 export interface RelayProcess {

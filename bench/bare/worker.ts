@@ -49,6 +49,7 @@ async function main(): Promise<void> {
 
   try {
     if (o.mode === 'transport') {
+      if (o.warmupSchema) await warmUp(o.warmupSchema);
       send({ type: 'ready' });
       await go;
       while (!stopped.aborted) {
@@ -96,6 +97,28 @@ async function main(): Promise<void> {
   } finally {
     send({ type: 'done', report: { passes: claims }, delivered: progress.delivered });
     await Promise.all(clients.map((c) => c.end().catch(() => {})));
+  }
+
+  /**
+   * The transport loop over a backlog of its own, untimed, until a claim finds nothing:
+   * the same statements on the same connection (prepared under names of their own, as
+   * their text names another schema), as the relay warms up (DrainOptions.warmupEvents).
+   */
+  async function warmUp(schema: string): Promise<void> {
+    const w = bareStatements(schema);
+    for (;;) {
+      const { rows } = await claimer.query<ClaimedRow>({
+        name: 'bare_claim_warmup',
+        text: w.claim,
+        values: claimValues(`${o.workerId}-warmup`, o.batchSize, new Date()),
+      });
+      if (rows.length === 0) return;
+      await claimer.query({
+        name: 'bare_mark_warmup',
+        text: w.markSucceeded,
+        values: [rows.map((r) => r.id), new Date()],
+      });
+    }
   }
 
   async function latencyLoop(
