@@ -57,6 +57,14 @@ export function isReceiverKind(value: string): value is ReceiverKind {
 /** The benchmark's one event: a small payload with a sequence number. */
 export const Ping = event({ schema: z.object({ n: z.number().int(), note: z.string() }) });
 
+/**
+ * Whether a receiver kind is a handler's (its deliveries are told one by one, when each
+ * commits), not a transport's (a batch recorded at once).
+ */
+export function isHandlerKind(kind: ReceiverKind): boolean {
+  return kind === 'noop-handler' || kind === 'probe-handler';
+}
+
 /** How many delivery rows one event of a receiver kind writes. */
 export function rowsPerEvent(kind: ReceiverKind): number {
   return kind === 'fanout10-deliver-batch' ? 10 : 1;

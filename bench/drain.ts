@@ -15,6 +15,7 @@ import {
   benchConfig,
   dropSchema,
   emit,
+  isHandlerKind,
   newSchemaName,
   note,
   nowMs,
@@ -50,18 +51,19 @@ export interface DrainOptions {
    * Transport drains (outboxkit's and the bare loop's): each process first drains a backlog
    * of this many events of its own (a schema of its own, untimed, before `ready`), so the
    * timed drain measures a warm process (JIT-compiled code, open pool connections), as a
-   * relay in service is. A cold process spends its first ~100 ms compiling: a fixed cost
+   * relay in service is. A cold process spends its first ~130 ms compiling: a fixed cost
    * that is most of the difference between outboxkit's and the bare loop's four-relay
    * figure when each process drains only 12,500 events (bench/README.md, "Measured here
-   * (issue 7, warm processes)"). Handler drains compare with the peers, whose workers have
-   * no warm-up, so they run cold. @defaultValue 0
+   * (issue 7, warm processes and a handler that starts before its connection)"). Handler
+   * drains compare with the peers, whose workers have no warm-up, so they run cold.
+   * @defaultValue 0
    */
   readonly warmupEvents?: number;
 }
 
 /** Whether a drain kind is a transport's (outboxkit's or the bare loop's). */
-export function isTransportDrain(kind: DrainKind): boolean {
-  return kind !== 'noop-handler' && kind !== 'probe-handler' && kind !== 'bare-handler';
+function isTransportDrain(kind: DrainKind): boolean {
+  return kind === 'bare-transport' || (kind !== 'bare-handler' && !isHandlerKind(kind));
 }
 
 export async function benchDrain(o: DrainOptions): Promise<Record<string, unknown>> {
@@ -69,26 +71,23 @@ export async function benchDrain(o: DrainOptions): Promise<Record<string, unknow
   const schema = newSchemaName();
   const bare = o.kind === 'bare-transport' || o.kind === 'bare-handler';
   const warmupSchemas: string[] = [];
-  try {
-    // The bare loops read the same tables, seeded the same way (the receiver is not read).
-    const outbox = createOutbox(benchConfig(bare ? 'noop-delivery' : o.kind), {
+  // The bare loops read the same tables, seeded the same way (the receiver is not read).
+  const outboxIn = (name: string) =>
+    createOutbox(benchConfig(bare ? 'noop-delivery' : o.kind), {
       sequelize,
-      schema,
+      schema: name,
       wakeup: null,
       logger: silentLogger,
     });
+  try {
+    const outbox = outboxIn(schema);
     await outbox.migrate();
     const warmupEvents = isTransportDrain(o.kind) ? (o.warmupEvents ?? 0) : 0;
     if (warmupEvents > 0) {
       for (let i = 0; i < o.relays; i++) {
         const warmupSchema = newSchemaName();
         warmupSchemas.push(warmupSchema);
-        const warm = createOutbox(benchConfig(bare ? 'noop-delivery' : o.kind), {
-          sequelize,
-          schema: warmupSchema,
-          wakeup: null,
-          logger: silentLogger,
-        });
+        const warm = outboxIn(warmupSchema);
         await warm.migrate();
         await seedBacklog(warm, warmupEvents);
         await warm.close();

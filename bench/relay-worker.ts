@@ -9,7 +9,7 @@
  */
 import { createOutbox, silentLogger } from '../src/index.js';
 import { parentOrders, probeReporter, progressReporter, runChild, send } from './child.js';
-import { benchConfig, nowMs, openSequelize } from './common.js';
+import { benchConfig, isHandlerKind, nowMs, openSequelize } from './common.js';
 import { useAsyncCommit } from './experiments/async-commit-handlers.js';
 import type { RelayWorkerOptions } from './protocol.js';
 import { benchWakeup } from './wakeups.js';
@@ -39,7 +39,7 @@ async function main(): Promise<void> {
   });
 
   const progress = progressReporter(nowMs);
-  if (options.kind === 'noop-handler' || options.kind === 'probe-handler') {
+  if (isHandlerKind(options.kind)) {
     // A handler's delivery is told when it commits (and probed: its acknowledgement time).
     outbox.on('relay:delivered', (d) => {
       const n = probed.get(d.deliveryId);

@@ -7,7 +7,7 @@ import { type ChildProcess, fork } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import type { ChildMessage, ParentMessage, RelayWorkerOptions } from './protocol.js';
 
-/** The relay process `startRelays` forks. */
+/** The relay process (`relay-worker.ts`) `startRelays` forks, and the drains' own options. */
 export const RELAY_WORKER = fileURLToPath(new URL('./relay-worker.ts', import.meta.url));
 
 /** One child process. */

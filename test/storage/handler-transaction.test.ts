@@ -312,14 +312,28 @@ describe.skipIf(!inject('pgAvailable'))('a handler transaction on PostgreSQL [po
     ]);
   });
 
-  it('holds no pool connection while a handler that writes nothing runs', async () => {
+  /**
+   * A fixture on a Sequelize of its own with a pool of ONE connection, whose acquire gives up
+   * after `acquireMs` (a connection held where it should not be times out), and one row
+   * claimed under a token; closed after `work`.
+   */
+  async function onOneConnection(
+    acquireMs: number,
+    work: (g: Fixture, single: Sequelize, id: string, t: ClaimToken) => Promise<void>,
+  ): Promise<void> {
     const { Sequelize } = await import('sequelize');
-    // One connection, and an acquire that gives up in 2 s (a held one would time out).
-    const single = new Sequelize(db.url, { logging: false, pool: { max: 1, acquire: 2000 } });
+    const single = new Sequelize(db.url, { logging: false, pool: { max: 1, acquire: acquireMs } });
     try {
       const g = await fixture(db, single);
       const t = token('w');
-      const id = await g.claimOne(t);
+      await work(g, single, await g.claimOne(t), t);
+    } finally {
+      await single.close();
+    }
+  }
+
+  it('holds no pool connection while a handler that writes nothing runs', async () => {
+    await onOneConnection(2000, async (g, single, id, t) => {
       let outside: unknown;
       const verdict = await g.store.handleAndAcknowledge(
         async () => {
@@ -333,18 +347,11 @@ describe.skipIf(!inject('pgAvailable'))('a handler transaction on PostgreSQL [po
       expect(verdict).toBe('acknowledged');
       expect(outside).toBe(42);
       expect(await g.statusOf(id)).toBe('succeeded');
-    } finally {
-      await single.close();
-    }
+    });
   });
 
   it('takes its connection at the first statement, after the handler started', async () => {
-    const { Sequelize } = await import('sequelize');
-    const single = new Sequelize(db.url, { logging: false, pool: { max: 1, acquire: 5000 } });
-    try {
-      const g = await fixture(db, single);
-      const t = token('w');
-      const id = await g.claimOne(t);
+    await onOneConnection(5000, async (g, single, id, t) => {
       // Another transaction holds the only connection when the handler starts; the handler
       // starts anyway, and its first statement waits until that transaction commits.
       const order: string[] = [];
@@ -381,9 +388,7 @@ describe.skipIf(!inject('pgAvailable'))('a handler transaction on PostgreSQL [po
         'handler wrote',
       ]);
       expect(await g.workRows()).toEqual([6]);
-    } finally {
-      await single.close();
-    }
+    });
   });
 
   it('rejects, with nothing committed, when the COMMIT itself fails (a deferred constraint)', async () => {

@@ -200,7 +200,6 @@ interface TakenConnection {
 function lazyConnection(sequelize: Sequelize, tx: TransactionInternals) {
   const manager = connectionManager(sequelize);
   let taking: Promise<TakenConnection> | undefined;
-  let client: PgClient | undefined;
   const settle = (connection: unknown) =>
     Object.defineProperty(tx, 'connection', {
       value: connection,
@@ -217,15 +216,14 @@ function lazyConnection(sequelize: Sequelize, tx: TransactionInternals) {
       }
       connection.uuid = tx.id;
       const begin = lazyBegin(connection, (text) => logStatement(sequelize, tx.id, text));
-      client = connection;
-      settle(connection);
+      settle(connection); // from here on the property is the client, not this getter
       return { client: connection, begin };
     })();
     taking.catch(() => {}); // observed by whoever asked; settled() reads it as "none"
     return taking;
   };
   Object.defineProperty(tx, 'connection', {
-    get: () => client ?? take().then((taken) => taken.client),
+    get: () => take().then((taken) => taken.client),
     set: settle,
     configurable: true,
     enumerable: true,

@@ -132,9 +132,11 @@ export class PostgresStore extends SqlStore {
     values: unknown[],
     transaction: Transaction,
   ): Promise<{ rows: T[]; rowCount: number }> {
-    // Awaited: a relay handler's transaction takes its connection on first use (a promise
-    // until then, see handler-transaction.ts), as Sequelize's own query path awaits it.
-    const client = await (transaction as unknown as { connection?: unknown }).connection;
+    // A relay handler's transaction takes its connection on first use (a promise until
+    // then, see handler-transaction.ts): awaited then, as Sequelize's own query path does;
+    // fire()'s ordinary transaction holds its client already and pays no extra tick.
+    const held = (transaction as unknown as { connection?: unknown }).connection;
+    const client = isPgClient(held) ? held : await held;
     if (!this.preparedStatements || !isPgClient(client)) {
       const [rows, meta] = (await this.sequelize.query(text, {
         bind: values,
