@@ -37,7 +37,11 @@ import { parseArgs } from 'node:util';
 import pg from 'pg';
 import { createOutbox, silentLogger } from '../../src/index.js';
 import { postgresDialect as d, pgArray } from '../../src/storage/postgres/dialect.js';
-import { keySlotLocks } from '../../src/storage/postgres/key-locks.js';
+import {
+  KEY_LOCK_SLOTS,
+  keyLockSpace,
+  keySlotLocks,
+} from '../../src/storage/postgres/key-locks.js';
 import {
   bindJsonColumns,
   KEYED_DELIVERY_COLUMNS,
@@ -51,8 +55,9 @@ import {
   EVENT_INSERT_COLUMNS,
 } from '../../src/storage/sql/columns.js';
 import type { RowColumn } from '../../src/storage/sql/dialect.js';
-import type { EventRowInput } from '../../src/storage/store.js';
+import type { DeliveryRowInput, EventRowInput } from '../../src/storage/store.js';
 import { type TableNames, tableNames } from '../../src/storage/tables.js';
+import { bareStatements } from '../bare/statements.js';
 import {
   benchConfig,
   dropSchema,
@@ -123,6 +128,36 @@ function rowsForm(t: TableNames, jsonb: boolean): string {
       SELECT e.id::text AS sequence, e.uuid::text AS uuid, (SELECT count(*) FROM n) AS notified FROM e`;
 }
 
+/**
+ * One event as scalar parameters (bench only, 1 event): $1..$15 the event's columns,
+ * $16..$20 its delivery rows as arrays (no uuid key: they all join the one event), $21
+ * the channel.
+ */
+function scalarForm(t: TableNames, oneDelivery = false): string {
+  const okey = EVENT_INSERT_COLUMNS.findIndex((c) => c.name === 'ordering_key') + 1;
+  const first = EVENT_INSERT_COLUMNS.length + 1;
+  return `
+      WITH l AS (
+        SELECT pg_advisory_xact_lock(${keyLockSpace(t)}, hashtext($${okey}::text) & ${KEY_LOCK_SLOTS - 1})
+        WHERE $${okey}::text IS NOT NULL
+      ), e AS (
+        INSERT INTO ${t.events} (${columnList(EVENT_INSERT_COLUMNS)})
+        SELECT ${EVENT_INSERT_COLUMNS.map((c, i) => `$${i + 1}::${pgArray(c.type).slice(0, -2)}`).join(', ')}
+        WHERE (SELECT count(*) FROM l) >= 0
+        ON CONFLICT (idempotency_key) DO NOTHING
+        RETURNING id, uuid, name, ordering_key
+      ), d AS (
+        INSERT INTO ${t.deliveries} (event_id, ${columnList(DELIVERY_INSERT_COLUMNS)}, ordering_key)
+        SELECT e.id, ${DELIVERY_INSERT_COLUMNS.map((c) => `x.${c.name}`).join(', ')}, e.ordering_key
+        FROM ${
+          oneDelivery
+            ? `(SELECT ${DELIVERY_INSERT_COLUMNS.map((c, i) => `$${first + i}::${pgArray(c.type).slice(0, -2)} AS ${c.name}`).join(', ')}) x`
+            : d.rowsParam(first, 'x', DELIVERY_INSERT_COLUMNS)
+        } CROSS JOIN e
+      ), n AS (SELECT pg_notify($${first + DELIVERY_INSERT_COLUMNS.length}, name) FROM e)
+      SELECT e.id::text AS sequence, e.uuid::text AS uuid, (SELECT count(*) FROM n) AS notified FROM e`;
+}
+
 /** One JSON array of row objects (Dates as ISO 8601 through their toJSON). */
 function bindRowObjects<T>(rows: readonly T[], columns: readonly RowColumn<T>[]): string {
   return JSON.stringify(
@@ -159,6 +194,39 @@ function variants(t: TableNames): Variant[] {
         ...(bindJsonColumns(deliveriesOf(events), KEYED_DELIVERY_COLUMNS) ?? []),
         CHANNEL,
       ],
+    },
+    {
+      name: 'scalar',
+      text: scalarForm(t),
+      bind: (events) => {
+        const e = events[0] as EventRowInput;
+        return [
+          ...EVENT_INSERT_COLUMNS.map((c) => c.value(e)),
+          ...d.bindRows(e.deliveries, DELIVERY_INSERT_COLUMNS),
+          CHANNEL,
+        ];
+      },
+    },
+    {
+      name: 'scalar1',
+      text: scalarForm(t, true),
+      bind: (events) => {
+        const e = events[0] as EventRowInput;
+        const x = e.deliveries[0] as DeliveryRowInput;
+        return [
+          ...EVENT_INSERT_COLUMNS.map((c) => c.value(e)),
+          ...DELIVERY_INSERT_COLUMNS.map((c) => c.value(x)),
+          CHANNEL,
+        ];
+      },
+    },
+    {
+      name: 'bare',
+      text: bareStatements(t.schema ?? 'public').insertAndNotify,
+      bind: (events) => {
+        const e = events[0] as EventRowInput;
+        return [e.uuid, e.name, e.payload, e.recordedAt, 'bench.receiver', CHANNEL];
+      },
     },
     { name: 'json-rows', text: rowsForm(t, false), bind: rowObjects },
     { name: 'jsonb-rows', text: rowsForm(t, true), bind: rowObjects },

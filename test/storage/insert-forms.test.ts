@@ -14,7 +14,9 @@ import { postgresTestSchema, postgresUrl, type TestDatabase } from '../../testin
  * forms must write the same rows, draw sequences in the same order and queue the same
  * NOTIFY: the same inputs are written once as one batch of JSON_INSERT_FROM events (the
  * JSON form) and once as batches of JSON_INSERT_FROM - 1 and 1 (the arrays form), into
- * two sets of tables, and every stored column is compared as PostgreSQL prints it.
+ * two sets of tables, and every stored column is compared as PostgreSQL prints it. A third
+ * form, for one event with one delivery row (fire()'s common case), binds scalars; it is
+ * compared with the arrays form the same way, below.
  */
 describe.skipIf(!inject('pgAvailable'))(
   'the insert’s two forms write the same rows [postgres]',
@@ -234,6 +236,159 @@ describe.skipIf(!inject('pgAvailable'))(
         { type: QueryTypes.SELECT, replacements: { uuid: batch[3]?.uuid } },
       );
       expect(BigInt(late?.sequence ?? 0)).toBeGreaterThan(BigInt(seq));
+    });
+
+    describe('the one-event form (one event, one delivery row: fire()’s common case)', () => {
+      let oneTables: TableNames;
+      let pairTables: TableNames;
+      let viaOne: PostgresStore;
+      let viaPairs: PostgresStore;
+      beforeAll(async () => {
+        oneTables = tableNames('one_', db.outboxOptions.schema);
+        pairTables = tableNames('pair_', db.outboxOptions.schema);
+        viaOne = new PostgresStore(db.sequelize, oneTables, CHANNEL);
+        viaPairs = new PostgresStore(db.sequelize, pairTables, CHANNEL);
+        await viaOne.migrate();
+        await viaPairs.migrate();
+      });
+
+      /** The n-th input with exactly one delivery row (its first, or a plain one). */
+      const single = (n: number): EventRowInput => {
+        const e = input(n);
+        return {
+          ...e,
+          deliveries: e.deliveries.slice(0, 1).length
+            ? e.deliveries.slice(0, 1)
+            : [
+                {
+                  receiverKey: 'r.only',
+                  target: '',
+                  maxAttempts: 3,
+                  availableAt: e.recordedAt,
+                  dueAt: null,
+                },
+              ],
+        };
+      };
+
+      /** The statements prepared on the transaction's connection whose name starts so. */
+      const prepared = async (tx: Transaction, kind: string) =>
+        (
+          await db.sequelize.query<{ name: string }>(
+            `SELECT name FROM pg_prepared_statements WHERE name LIKE :like`,
+            {
+              type: QueryTypes.SELECT,
+              transaction: tx,
+              replacements: { like: `outboxkit_${kind}_%` },
+            },
+          )
+        ).map((r) => r.name);
+
+      it('writes identical rows and sequences as the arrays form, and is the form taken', async () => {
+        const inputs = Array.from({ length: 60 }, (_, n) => single(n));
+        const one = await inTransaction(async (tx) => {
+          const written = [];
+          for (const e of inputs) written.push(...(await viaOne.insertEvents([e], tx)));
+          expect(await prepared(tx, 'insert_one')).toHaveLength(1);
+          return written;
+        });
+        const pairs = await inTransaction(async (tx) => {
+          const written = [];
+          for (let i = 0; i < inputs.length; i += 2) {
+            written.push(...(await viaPairs.insertEvents(inputs.slice(i, i + 2), tx)));
+          }
+          return written;
+        });
+        expect(one.map((w) => w.uuid)).toEqual(inputs.map((e) => e.uuid));
+        expect(one).toEqual(pairs);
+        const a = await stored(oneTables);
+        const b = await stored(pairTables);
+        expect(a.events).toHaveLength(inputs.length);
+        expect(a.deliveries).toHaveLength(inputs.length);
+        expect(a).toEqual(b);
+      });
+
+      it('skips a repeated idempotency key and answers it from the stored event', async () => {
+        const key = `idem-${randomUUID()}`;
+        const first = { ...single(100), idempotencyKey: key };
+        const [stored1] = await inTransaction((tx) => viaOne.insertEvents([first], tx));
+        const repeat = { ...single(101), idempotencyKey: key };
+        const [again] = await inTransaction((tx) => viaOne.insertEvents([repeat], tx));
+        expect(stored1).toMatchObject({ uuid: first.uuid, inserted: true });
+        expect(again).toEqual({ ...stored1, inserted: false });
+        const [{ events, deliveries }] = await db.sequelize.query<{
+          events: number;
+          deliveries: number;
+        }>(
+          `SELECT (SELECT count(*)::int FROM ${oneTables.events} WHERE idempotency_key = :key) AS events,
+                  (SELECT count(*)::int FROM ${oneTables.deliveries} d JOIN ${oneTables.events} e ON e.id = d.event_id
+                    WHERE e.idempotency_key = :key) AS deliveries`,
+          { type: QueryTypes.SELECT, replacements: { key } },
+        );
+        expect({ events, deliveries }).toEqual({ events: 1, deliveries: 1 });
+      });
+
+      it('queues its topic’s NOTIFY, sent on commit; none for a repeat or a rollback', async () => {
+        const listener = new pg.Client({ connectionString: postgresUrl() });
+        await listener.connect();
+        try {
+          const heard: string[] = [];
+          listener.on('notification', (m) => heard.push(m.payload ?? ''));
+          await listener.query(`LISTEN ${CHANNEL}`);
+          const key = `idem-${randomUUID()}`;
+          const rolledBack = await db.sequelize.transaction();
+          await viaOne.insertEvents([{ ...single(200), name: 'rolled.Back' }], rolledBack);
+          await rolledBack.rollback();
+          await inTransaction((tx) =>
+            viaOne.insertEvents([{ ...single(201), name: 'first.Time', idempotencyKey: key }], tx),
+          );
+          await inTransaction((tx) =>
+            viaOne.insertEvents([{ ...single(202), name: 'a.Repeat', idempotencyKey: key }], tx),
+          );
+          await inTransaction((tx) =>
+            viaOne.insertEvents([{ ...single(203), name: 'last.One' }], tx),
+          );
+          for (let i = 0; i < 200 && heard.length < 2; i++) {
+            await new Promise((resolve) => setTimeout(resolve, 10));
+          }
+          // The last one's NOTIFY arriving shows the earlier ones would have by now.
+          expect(heard).toEqual(['first.Time', 'last.One']);
+        } finally {
+          await listener.end();
+        }
+      });
+
+      it('takes its key’s slot lock: it waits for a batch writer of the key, and a batch for it', async () => {
+        const key = `key-${randomUUID()}`;
+        const waitsBehind = async (
+          holder: (tx: Transaction) => Promise<unknown>,
+          waiter: (tx: Transaction) => Promise<unknown>,
+        ) => {
+          const first = await db.sequelize.transaction();
+          await holder(first);
+          const second = await db.sequelize.transaction();
+          let done = false;
+          const waiting = waiter(second).then(() => {
+            done = true;
+          });
+          await new Promise((resolve) => setTimeout(resolve, 300));
+          const blocked = !done;
+          await first.commit();
+          await waiting;
+          await second.commit();
+          return blocked;
+        };
+        const batch = (tx: Transaction) =>
+          viaOne.insertEvents([single(300), { ...single(301), orderingKey: key }, single(302)], tx);
+        const lone = (tx: Transaction) =>
+          viaOne.insertEvents([{ ...single(303), orderingKey: key }], tx);
+        expect(await waitsBehind(batch, lone)).toBe(true);
+        expect(await waitsBehind(lone, batch)).toBe(true);
+        // A lone writer of another key does not wait.
+        const other = (tx: Transaction) =>
+          viaOne.insertEvents([{ ...single(304), orderingKey: null }], tx);
+        expect(await waitsBehind(lone, other)).toBe(false);
+      });
     });
   },
 );

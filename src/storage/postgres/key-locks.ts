@@ -42,6 +42,18 @@ export function keyLockSpace(t: TableNames): number {
  */
 export function keySlotLocks(t: TableNames, keysParam: string): string {
   return `SELECT pg_advisory_xact_lock(${keyLockSpace(t)}, slot)
-        FROM (SELECT DISTINCT hashtext(k) & ${KEY_LOCK_SLOTS - 1} AS slot
+        FROM (SELECT DISTINCT ${slotOf('k')} AS slot
               FROM unnest(${keysParam}) AS k WHERE k IS NOT NULL ORDER BY slot) AS slots`;
 }
+
+/**
+ * {@link keySlotLocks} for one key, the text expression `keyParam` (one event's insert):
+ * the same lock of the same slot, none for a NULL key, without unnesting an array.
+ */
+export function keySlotLock(t: TableNames, keyParam: string): string {
+  return `SELECT pg_advisory_xact_lock(${keyLockSpace(t)}, ${slotOf(keyParam)})
+        WHERE ${keyParam} IS NOT NULL`;
+}
+
+/** The lock slot of the ordering key `key`, an SQL text expression. */
+const slotOf = (key: string): string => `hashtext(${key}) & ${KEY_LOCK_SLOTS - 1}`;

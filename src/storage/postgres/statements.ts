@@ -19,11 +19,12 @@ import { acknowledgeSql, sharedStatements } from '../sql/statements.js';
 import type { DeliveryRowInput } from '../store.js';
 import type { TableNames } from '../tables.js';
 import { postgresDialect as d, pgArray } from './dialect.js';
-import { keySlotLocks } from './key-locks.js';
+import { keySlotLock, keySlotLocks } from './key-locks.js';
 
 export interface PostgresStatements {
   readonly insertEvents: string;
   readonly insertEventsJson: string;
+  readonly insertOne: string;
   readonly acknowledge: string;
   readonly claim: string;
   readonly record: string;
@@ -52,6 +53,10 @@ const ORDERING_KEY_PARAM = EVENT_INSERT_COLUMNS.findIndex((c) => c.name === 'ord
 const DELIVERY_FIRST = EVENT_PARAMS + 1; // $16..$21: KEYED_DELIVERY_COLUMNS
 /** $22: the notify channel. */
 export const NOTIFY_CHANNEL_PARAM = DELIVERY_FIRST + KEYED_DELIVERY_COLUMNS.length;
+/** The one-event insert's delivery columns, $16..$20 (no uuid: the row joins its one event). */
+const ONE_DELIVERY_FIRST = EVENT_PARAMS + 1;
+/** The one-event insert's notify channel, $21. */
+const ONE_NOTIFY_CHANNEL_PARAM = ONE_DELIVERY_FIRST + DELIVERY_INSERT_COLUMNS.length;
 /** The record's token parameters, after the outcome arrays: $8 worker, $9 claimed at. */
 const RECORD_WORKER = `$${OUTCOME_COLUMNS.length + 1}`;
 const RECORD_CLAIMED_AT = `$${OUTCOME_COLUMNS.length + 2}`;
@@ -183,6 +188,40 @@ export function postgresInsert(
       }`;
 }
 
+/**
+ * `postgresStatements().insertOne`: the insert of ONE event with ONE delivery row, each
+ * column a scalar parameter. The same rows, locks, conflict rule, NOTIFY and answer as
+ * {@link postgresInsert}; it only skips what a batch needs (unnesting 21 arrays, joining
+ * the delivery rows to their events by uuid, the DISTINCT of topics), which for a single
+ * event is most of the statement's time: 0.44 against 0.62 ms p50 per statement, and
+ * half the server's time, in bench/experiments/insert-events.ts (`scalar1` against
+ * `arrays`, bench/README.md "Measured here (issue 7, one event's insert)").
+ */
+export function postgresInsertOne(t: TableNames, notifyChannel: string | undefined): string {
+  const scalar = (i: number, type: SqlType) => `$${i}::${pgType(type)}`;
+  const key = scalar(ORDERING_KEY_PARAM, 'text');
+  return `
+      WITH l AS (
+        ${keySlotLock(t, key)}
+      ), e AS (
+        INSERT INTO ${t.events} (${columnList(EVENT_INSERT_COLUMNS)})
+        SELECT ${EVENT_INSERT_COLUMNS.map((c, i) => scalar(1 + i, c.type)).join(', ')}
+        WHERE (SELECT count(*) FROM l) >= 0 -- take the key lock before the sequence is drawn
+        ON CONFLICT (idempotency_key) DO NOTHING
+        RETURNING id, uuid, name, ordering_key
+      ), d AS (
+        INSERT INTO ${t.deliveries} (event_id, ${columnList(DELIVERY_INSERT_COLUMNS)}, ordering_key)
+        SELECT e.id, ${DELIVERY_INSERT_COLUMNS.map((c, i) => scalar(ONE_DELIVERY_FIRST + i, c.type)).join(', ')}, e.ordering_key
+        FROM e
+      )${
+        notifyChannel
+          ? `, n AS (SELECT pg_notify($${ONE_NOTIFY_CHANNEL_PARAM}, e.name) FROM e)
+      SELECT e.id::text AS sequence, e.uuid::text AS uuid, (SELECT count(*) FROM n) AS notified FROM e`
+          : `
+      SELECT e.id::text AS sequence, e.uuid::text AS uuid FROM e`
+      }`;
+}
+
 /** The PostgreSQL statements for these tables. */
 export function postgresStatements(
   t: TableNames,
@@ -223,6 +262,12 @@ export function postgresStatements(
      * rows, sequences drawn in the same order, the same NOTIFY.
      */
     insertEventsJson: postgresInsert(t, notifyChannel, 'json'),
+    /**
+     * The same statement for one event with one delivery row, `fire()`'s common case
+     * (see {@link postgresInsertOne}). Params: $1..$15 the event columns, $16..$20 the
+     * delivery columns (DELIVERY_INSERT_COLUMNS), $21 the channel, each a scalar.
+     */
+    insertOne: postgresInsertOne(t, notifyChannel),
     /**
      * Claim up to $6 owed deliveries for worker $1 at claim time $2, leased until $3, read
      * against the clock $4 ($5 ignore backoff, $7 ids to leave out, $8 the only ids to

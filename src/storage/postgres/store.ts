@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import type { Sequelize, Transaction } from 'sequelize';
 import { type Row, toStoredEvent } from '../rows.js';
 import { ClaimStatements, claimShape } from '../sql/claim-filter.js';
-import { EVENT_INSERT_COLUMNS, OUTCOME_COLUMNS } from '../sql/columns.js';
+import { DELIVERY_INSERT_COLUMNS, EVENT_INSERT_COLUMNS, OUTCOME_COLUMNS } from '../sql/columns.js';
 import { migrate } from '../sql/migrate.js';
 import type { EventSelector } from '../sql/operations.js';
 import { SqlStore } from '../sql/sql-store.js';
@@ -12,6 +12,7 @@ import type {
   ClaimedDelivery,
   ClaimOptions,
   ClaimToken,
+  DeliveryRowInput,
   EventRowInput,
   Outcome,
   WrittenEvent,
@@ -61,6 +62,8 @@ export class PostgresStore extends SqlStore {
   readonly #insertName: string;
   /** The name its JSON form, for large batches, is prepared under. */
   readonly #insertJsonName: string;
+  /** The name its one-event form, fire()'s common case, is prepared under. */
+  readonly #insertOneName: string;
   /** The names the relay's other hot statements are prepared under. */
   readonly #ackName: string;
   readonly #recordName: string;
@@ -81,6 +84,7 @@ export class PostgresStore extends SqlStore {
     this.#sql = postgresStatements(t, notifyChannel);
     this.#insertName = preparedName('insert', this.#sql.insertEvents);
     this.#insertJsonName = preparedName('insert_json', this.#sql.insertEventsJson);
+    this.#insertOneName = preparedName('insert_one', this.#sql.insertOne);
     this.#ackName = preparedName('ack', this.#sql.acknowledge);
     this.#claims = new ClaimStatements(
       { name: preparedName('claim', this.#sql.claim), text: this.#sql.claim },
@@ -173,13 +177,48 @@ export class PostgresStore extends SqlStore {
   /**
    * One statement for any number of events (see `postgresStatements().insertEvents`): a
    * large batch (from JSON_INSERT_FROM events) binds its columns as JSON arrays, which
-   * node-postgres sends without serialising each element in JavaScript.
+   * node-postgres sends without serialising each element in JavaScript; one event with
+   * one delivery row, most `fire()` calls, binds scalars (`insertOne`), the cheapest
+   * statement for it.
    */
   async insertEvents(
     events: readonly EventRowInput[],
     transaction: Transaction,
   ): Promise<WrittenEvent[]> {
     if (events.length === 0) return [];
+    const one = events.length === 1 ? events[0] : undefined;
+    const written =
+      one?.deliveries.length === 1
+        ? await this.#insertOne(one, one.deliveries[0] as DeliveryRowInput, transaction)
+        : await this.#insertMany(events, transaction);
+    return this.withRepeats(events, new Map(written.map((r) => [r.uuid, r.sequence])), transaction);
+  }
+
+  /** `insertOne`: one event and its one delivery row, as scalar parameters. */
+  async #insertOne(
+    event: EventRowInput,
+    delivery: DeliveryRowInput,
+    transaction: Transaction,
+  ): Promise<{ sequence: string; uuid: string }[]> {
+    const bind: unknown[] = [
+      ...EVENT_INSERT_COLUMNS.map((c) => c.value(event)),
+      ...DELIVERY_INSERT_COLUMNS.map((c) => c.value(delivery)),
+    ];
+    if (this.notifyChannel) bind.push(this.notifyChannel);
+    const { rows } = await this.#prepared<{ sequence: string; uuid: string }>(
+      this.#insertOneName,
+      this.#sql.insertOne,
+      bind,
+      transaction,
+    );
+    return rows;
+  }
+
+  /** `insertEvents` or, for a large batch, `insertEventsJson`: columns as arrays. */
+  async #insertMany(
+    events: readonly EventRowInput[],
+    transaction: Transaction,
+  ): Promise<{ sequence: string; uuid: string }[]> {
     const deliveries = events.flatMap((e) =>
       e.deliveries.map((delivery) => ({ eventUuid: e.uuid, delivery })),
     );
@@ -200,7 +239,7 @@ export class PostgresStore extends SqlStore {
       bind,
       transaction,
     );
-    return this.withRepeats(events, new Map(rows.map((r) => [r.uuid, r.sequence])), transaction);
+    return rows;
   }
 
   /**
