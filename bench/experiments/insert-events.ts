@@ -133,7 +133,7 @@ function rowsForm(t: TableNames, jsonb: boolean): string {
  * $16..$20 its delivery rows as arrays (no uuid key: they all join the one event), $21
  * the channel.
  */
-function scalarForm(t: TableNames, oneDelivery = false): string {
+function scalarForm(t: TableNames): string {
   const okey = EVENT_INSERT_COLUMNS.findIndex((c) => c.name === 'ordering_key') + 1;
   const first = EVENT_INSERT_COLUMNS.length + 1;
   return `
@@ -149,11 +149,7 @@ function scalarForm(t: TableNames, oneDelivery = false): string {
       ), d AS (
         INSERT INTO ${t.deliveries} (event_id, ${columnList(DELIVERY_INSERT_COLUMNS)}, ordering_key)
         SELECT e.id, ${DELIVERY_INSERT_COLUMNS.map((c) => `x.${c.name}`).join(', ')}, e.ordering_key
-        FROM ${
-          oneDelivery
-            ? `(SELECT ${DELIVERY_INSERT_COLUMNS.map((c, i) => `$${first + i}::${pgArray(c.type).slice(0, -2)} AS ${c.name}`).join(', ')}) x`
-            : d.rowsParam(first, 'x', DELIVERY_INSERT_COLUMNS)
-        } CROSS JOIN e
+        FROM ${d.rowsParam(first, 'x', DELIVERY_INSERT_COLUMNS)} CROSS JOIN e
       ), n AS (SELECT pg_notify($${first + DELIVERY_INSERT_COLUMNS.length}, name) FROM e)
       SELECT e.id::text AS sequence, e.uuid::text AS uuid, (SELECT count(*) FROM n) AS notified FROM e`;
 }
@@ -208,8 +204,8 @@ function variants(t: TableNames): Variant[] {
       },
     },
     {
-      name: 'scalar1',
-      text: scalarForm(t, true),
+      name: 'one',
+      text: sql.insertOne,
       bind: (events) => {
         const e = events[0] as EventRowInput;
         const x = e.deliveries[0] as DeliveryRowInput;

@@ -9,6 +9,8 @@
  * - `seq-empty`: `sequelize.transaction()` and `commit()`, nothing in between;
  * - `seq-bare`: the same with the bare INSERT + pg_notify through `sequelize.query`;
  * - `seq-fire`: the same with `outbox.fire()` (the latency producer's transaction).
+ * Per variant: wall and this process's CPU per transaction, and the CPU every postgres
+ * process spent meanwhile (the server is shared: run it on a quiet machine).
  *
  *   npx tsx bench/experiments/producer-cpu.ts [--n 3000] [--rounds 3] [--only seq-fire,…]
  *
@@ -91,8 +93,6 @@ try {
   for (let r = 0; r < ROUNDS; r++) {
     for (let k = 0; k < names.length; k++) {
       const name = names[(k + r) % names.length] as Variant;
-      const writes = (globalThis as { __writes?: { write: number; writev: number } }).__writes;
-      const w0 = writes ? writes.write + writes.writev : 0;
       const cpu0 = process.cpuUsage();
       const pg0 = cpuNow(undefined).postgres;
       const t0 = nowMs();
@@ -100,10 +100,6 @@ try {
       const wall = nowMs() - t0;
       const cpu = process.cpuUsage(cpu0);
       const pgCpu = cpuNow(undefined).postgres - pg0;
-      if (writes)
-        process.stderr.write(
-          `${name}: ${((writes.write + writes.writev - w0) / N).toFixed(2)} socket writes/tx\n`,
-        );
       const entry = results[name] ?? { wallUs: [], cpuUs: [], pgUs: [] };
       results[name] = entry;
       entry.wallUs.push(Math.round((wall * 1000) / N));
