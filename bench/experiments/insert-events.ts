@@ -23,7 +23,10 @@
  *   `json_array_elements_text` under `ROWS FROM`;
  * - `json-rows`: the rows as two JSON arrays of objects (one `JSON.stringify` per table,
  *   Dates as ISO text) read by `json_to_recordset` (bench only);
- * - `jsonb-rows`: the same through `jsonb_to_recordset($n::jsonb)` (bench only).
+ * - `jsonb-rows`: the same through `jsonb_to_recordset($n::jsonb)` (bench only);
+ * - one event only (`--sizes 1`): `one`, src's `insertOne` (scalars, one delivery row);
+ *   `scalar`, the event's columns scalars and its delivery rows arrays (bench only);
+ *   `bare`, the bare producer's hand-written INSERT and pg_notify.
  * An earlier run also priced splicing each payload into the document as raw JSON (no
  * second escape): no faster than `json-rows`, and a JSON `null` would read as SQL NULL.
  *

@@ -193,9 +193,9 @@ export function postgresInsert(
  * column a scalar parameter. The same rows, locks, conflict rule, NOTIFY and answer as
  * {@link postgresInsert}; it only skips what a batch needs (unnesting 21 arrays, joining
  * the delivery rows to their events by uuid, the DISTINCT of topics), which for a single
- * event is most of the statement's time: 0.44 against 0.62 ms p50 per statement, and
- * half the server's time, in bench/experiments/insert-events.ts (`scalar1` against
- * `arrays`, bench/README.md "Measured here (issue 7, one event's insert)").
+ * event is much of the statement's time: 0.44-0.46 against 0.60-0.62 ms p50 per
+ * statement, the server's share roughly halved, in bench/experiments/insert-events.ts
+ * (`one` against `arrays`; bench/README.md, "Measured here (issue 7, one event's insert)").
  */
 export function postgresInsertOne(t: TableNames, notifyChannel: string | undefined): string {
   const scalar = (i: number, type: SqlType) => `$${i}::${pgType(type)}`;
