@@ -40,13 +40,10 @@ import { parseArgs } from 'node:util';
 import pg from 'pg';
 import { createOutbox, silentLogger } from '../../src/index.js';
 import { postgresDialect as d, pgArray } from '../../src/storage/postgres/dialect.js';
-import {
-  KEY_LOCK_SLOTS,
-  keyLockSpace,
-  keySlotLocks,
-} from '../../src/storage/postgres/key-locks.js';
+import { keySlotLock, keySlotLocks } from '../../src/storage/postgres/key-locks.js';
 import {
   bindJsonColumns,
+  insertOneValues,
   KEYED_DELIVERY_COLUMNS,
   type KeyedDelivery,
   postgresStatements,
@@ -141,8 +138,7 @@ function scalarForm(t: TableNames): string {
   const first = EVENT_INSERT_COLUMNS.length + 1;
   return `
       WITH l AS (
-        SELECT pg_advisory_xact_lock(${keyLockSpace(t)}, hashtext($${okey}::text) & ${KEY_LOCK_SLOTS - 1})
-        WHERE $${okey}::text IS NOT NULL
+        ${keySlotLock(t, `$${okey}::text`)}
       ), e AS (
         INSERT INTO ${t.events} (${columnList(EVENT_INSERT_COLUMNS)})
         SELECT ${EVENT_INSERT_COLUMNS.map((c, i) => `$${i + 1}::${pgArray(c.type).slice(0, -2)}`).join(', ')}
@@ -211,12 +207,7 @@ function variants(t: TableNames): Variant[] {
       text: sql.insertOne,
       bind: (events) => {
         const e = events[0] as EventRowInput;
-        const x = e.deliveries[0] as DeliveryRowInput;
-        return [
-          ...EVENT_INSERT_COLUMNS.map((c) => c.value(e)),
-          ...DELIVERY_INSERT_COLUMNS.map((c) => c.value(x)),
-          CHANNEL,
-        ];
+        return [...insertOneValues(e, e.deliveries[0] as DeliveryRowInput), CHANNEL];
       },
     },
     {

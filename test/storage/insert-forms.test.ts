@@ -121,6 +121,27 @@ describe.skipIf(!inject('pgAvailable'))(
     const inTransaction = <T>(work: (tx: Transaction) => Promise<T>) =>
       db.sequelize.transaction(work);
 
+    /**
+     * The payloads of the NOTIFYs heard on CHANNEL while `work` runs, waiting up to 2 s
+     * after it for `expected` of them.
+     */
+    const heardDuring = async (expected: number, work: () => Promise<unknown>) => {
+      const listener = new pg.Client({ connectionString: postgresUrl() });
+      await listener.connect();
+      try {
+        const heard: string[] = [];
+        listener.on('notification', (m) => heard.push(m.payload ?? ''));
+        await listener.query(`LISTEN ${CHANNEL}`);
+        await work();
+        for (let i = 0; i < 200 && heard.length < expected; i++) {
+          await new Promise((resolve) => setTimeout(resolve, 10));
+        }
+        return heard;
+      } finally {
+        await listener.end();
+      }
+    };
+
     it('writes identical rows and sequences either way, just below and at the threshold', async () => {
       expect(JSON_INSERT_FROM).toBeGreaterThan(1);
       const inputs = Array.from({ length: JSON_INSERT_FROM }, (_, n) => input(n));
@@ -193,22 +214,12 @@ describe.skipIf(!inject('pgAvailable'))(
     });
 
     it('queues one NOTIFY per topic in the JSON form, sent on commit', async () => {
-      const listener = new pg.Client({ connectionString: postgresUrl() });
-      await listener.connect();
-      try {
-        const heard: string[] = [];
-        listener.on('notification', (m) => heard.push(m.payload ?? ''));
-        await listener.query(`LISTEN ${CHANNEL}`);
-        const batch = Array.from({ length: JSON_INSERT_FROM }, (_, n) => input(5000 + n));
-        await inTransaction((tx) => viaJson.insertEvents(batch, tx));
-        const topics = [...new Set(batch.map((e) => e.name))].sort();
-        for (let i = 0; i < 200 && heard.length < topics.length; i++) {
-          await new Promise((resolve) => setTimeout(resolve, 10));
-        }
-        expect([...heard].sort()).toEqual(topics);
-      } finally {
-        await listener.end();
-      }
+      const batch = Array.from({ length: JSON_INSERT_FROM }, (_, n) => input(5000 + n));
+      const topics = [...new Set(batch.map((e) => e.name))].sort();
+      const heard = await heardDuring(topics.length, () =>
+        inTransaction((tx) => viaJson.insertEvents(batch, tx)),
+      );
+      expect([...heard].sort()).toEqual(topics);
     });
 
     it('takes the ordering keys’ locks in the JSON form: a writer of the same key waits', async () => {
@@ -329,13 +340,8 @@ describe.skipIf(!inject('pgAvailable'))(
       });
 
       it('queues its topic’s NOTIFY, sent on commit; none for a repeat or a rollback', async () => {
-        const listener = new pg.Client({ connectionString: postgresUrl() });
-        await listener.connect();
-        try {
-          const heard: string[] = [];
-          listener.on('notification', (m) => heard.push(m.payload ?? ''));
-          await listener.query(`LISTEN ${CHANNEL}`);
-          const key = `idem-${randomUUID()}`;
+        const key = `idem-${randomUUID()}`;
+        const heard = await heardDuring(2, async () => {
           const rolledBack = await db.sequelize.transaction();
           await viaOne.insertEvents([{ ...single(200), name: 'rolled.Back' }], rolledBack);
           await rolledBack.rollback();
@@ -348,14 +354,9 @@ describe.skipIf(!inject('pgAvailable'))(
           await inTransaction((tx) =>
             viaOne.insertEvents([{ ...single(203), name: 'last.One' }], tx),
           );
-          for (let i = 0; i < 200 && heard.length < 2; i++) {
-            await new Promise((resolve) => setTimeout(resolve, 10));
-          }
-          // The last one's NOTIFY arriving shows the earlier ones would have by now.
-          expect(heard).toEqual(['first.Time', 'last.One']);
-        } finally {
-          await listener.end();
-        }
+        });
+        // The last one's NOTIFY arriving shows the earlier ones would have by now.
+        expect(heard).toEqual(['first.Time', 'last.One']);
       });
 
       it('takes its key’s slot lock: it waits for a batch writer of the key, and a batch for it', async () => {

@@ -16,7 +16,7 @@ import {
 import { CLAIMED_COLUMNS, claimCandidates, heldBy, recordSet } from '../sql/conditions.js';
 import type { RowColumn, SqlType } from '../sql/dialect.js';
 import { acknowledgeSql, sharedStatements } from '../sql/statements.js';
-import type { DeliveryRowInput } from '../store.js';
+import type { DeliveryRowInput, EventRowInput } from '../store.js';
 import type { TableNames } from '../tables.js';
 import { postgresDialect as d, pgArray } from './dialect.js';
 import { keySlotLock, keySlotLocks } from './key-locks.js';
@@ -220,6 +220,17 @@ export function postgresInsertOne(t: TableNames, notifyChannel: string | undefin
           : `
       SELECT e.id::text AS sequence, e.uuid::text AS uuid FROM e`
       }`;
+}
+
+/**
+ * The parameters of {@link postgresInsertOne} before its channel: the event's columns,
+ * then its delivery row's, in the statement's order.
+ */
+export function insertOneValues(event: EventRowInput, delivery: DeliveryRowInput): unknown[] {
+  return [
+    ...EVENT_INSERT_COLUMNS.map((c) => c.value(event)),
+    ...DELIVERY_INSERT_COLUMNS.map((c) => c.value(delivery)),
+  ];
 }
 
 /** The PostgreSQL statements for these tables. */

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import type { Sequelize, Transaction } from 'sequelize';
 import { type Row, toStoredEvent } from '../rows.js';
 import { ClaimStatements, claimShape } from '../sql/claim-filter.js';
-import { DELIVERY_INSERT_COLUMNS, EVENT_INSERT_COLUMNS, OUTCOME_COLUMNS } from '../sql/columns.js';
+import { EVENT_INSERT_COLUMNS, OUTCOME_COLUMNS } from '../sql/columns.js';
 import { migrate } from '../sql/migrate.js';
 import type { EventSelector } from '../sql/operations.js';
 import { SqlStore } from '../sql/sql-store.js';
@@ -40,6 +40,7 @@ import { POSTGRES_PRUNE } from './prune.js';
 import { postgresRunner } from './runner.js';
 import {
   bindJsonColumns,
+  insertOneValues,
   JSON_INSERT_FROM,
   KEYED_DELIVERY_COLUMNS,
   type PostgresStatements,
@@ -200,10 +201,7 @@ export class PostgresStore extends SqlStore {
     delivery: DeliveryRowInput,
     transaction: Transaction,
   ): Promise<{ sequence: string; uuid: string }[]> {
-    const bind: unknown[] = [
-      ...EVENT_INSERT_COLUMNS.map((c) => c.value(event)),
-      ...DELIVERY_INSERT_COLUMNS.map((c) => c.value(delivery)),
-    ];
+    const bind = insertOneValues(event, delivery);
     if (this.notifyChannel) bind.push(this.notifyChannel);
     const { rows } = await this.#prepared<{ sequence: string; uuid: string }>(
       this.#insertOneName,
