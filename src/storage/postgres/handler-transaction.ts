@@ -29,6 +29,7 @@
 import { type Sequelize, Transaction } from 'sequelize';
 import { markCommitted } from '../../fire/when-committed.js';
 import {
+  acquireConnection,
   connectionManager,
   isPgClient,
   logStatement,
@@ -209,7 +210,7 @@ function lazyConnection(sequelize: Sequelize, tx: TransactionInternals) {
     });
   const take = (): Promise<TakenConnection> => {
     taking ??= (async () => {
-      const connection = await manager.getConnection({ uuid: tx.id });
+      const connection = await acquireConnection(sequelize, { uuid: tx.id });
       if (!isPgClient(connection)) {
         manager.releaseConnection(connection);
         throw new Error('outboxkit: the PostgreSQL pool gave a connection that is not a pg client');
