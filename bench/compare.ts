@@ -77,6 +77,7 @@ export async function compareMain(args: string[]): Promise<void> {
       concurrency: { type: 'string', default: '10' },
       rates: { type: 'string', default: '200,1000,5000' },
       'pgboss-rates': { type: 'string', default: '200' },
+      'sql-producer-rates': { type: 'string', default: '1000,5000' },
       seconds: { type: 'string' },
       producers: { type: 'string' },
       'producer-async-commit': { type: 'boolean', default: false },
@@ -110,6 +111,9 @@ export async function compareMain(args: string[]): Promise<void> {
   const concurrency = positiveInt('concurrency', values.concurrency);
   const rates = list(values.rates).map((r) => positiveInt('rates', r));
   const pgbossRates = new Set(list(values['pgboss-rates']).map((r) => positiveInt('rates', r)));
+  const sqlProducerRates = new Set(
+    list(values['sql-producer-rates']).map((r) => positiveInt('sql-producer-rates', r)),
+  );
   const seconds = values.seconds ? positiveInt('seconds', values.seconds) : undefined;
   const producers = values.producers ? positiveInt('producers', values.producers) : undefined;
   const iterations = positiveInt('iterations', values.iterations);
@@ -170,24 +174,30 @@ export async function compareMain(args: string[]): Promise<void> {
     if (has('pgboss')) for (const s of PGBOSS_DRAINS) peer('pgboss', s);
   }
   if (only.has('latency')) {
+    const latency = (rate: number, system: LatencySystem, statement?: 'sql') =>
+      jobs.push({
+        group: `latency@${rate}`,
+        key: `latency ${system}${statement ? `-${statement}` : ''} ${rate}`,
+        run: () =>
+          benchLatency({
+            system,
+            rate,
+            seconds: seconds ?? defaultSeconds(rate),
+            warmupSeconds: 1,
+            producers: producers ?? defaultProducers(rate),
+            producerSynchronousCommit: values['producer-async-commit'] ? false : undefined,
+            history: latencyHistory,
+            producerStatement: statement,
+          }),
+      });
     for (const rate of rates) {
       for (const system of SYSTEMS) {
         if (!has(system)) continue;
         if (system === 'pgboss' && !pgbossRates.has(rate)) continue;
-        jobs.push({
-          group: `latency@${rate}`,
-          key: `latency ${system} ${rate}`,
-          run: () =>
-            benchLatency({
-              system: system as LatencySystem,
-              rate,
-              seconds: seconds ?? defaultSeconds(rate),
-              warmupSeconds: 1,
-              producers: producers ?? defaultProducers(rate),
-              producerSynchronousCommit: values['producer-async-commit'] ? false : undefined,
-              history: latencyHistory,
-            }),
-        });
+        latency(rate, system);
+        // The relay fed by the bare producer's statement, where fire()'s producers fall
+        // short of the rate (see ProducerOptions.statement).
+        if (system === 'outboxkit' && sqlProducerRates.has(rate)) latency(rate, system, 'sql');
       }
     }
   }
@@ -505,6 +515,18 @@ function report(
         `latency ${rate}/s ${q} ours/bare`,
         `latency outboxkit ${rate}`,
         `latency bare ${rate}`,
+        latencyMs(q),
+      );
+      ratio(
+        `latency ${rate}/s ${q} ours (sql producers)/bare`,
+        `latency outboxkit-sql ${rate}`,
+        `latency bare ${rate}`,
+        latencyMs(q),
+      );
+      ratio(
+        `latency ${rate}/s ${q} ours (sql producers)/graphile`,
+        `latency outboxkit-sql ${rate}`,
+        `latency graphile ${rate}`,
         latencyMs(q),
       );
     }

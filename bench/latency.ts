@@ -67,6 +67,11 @@ export interface LatencyOptions {
    * state is the empty table they start with.
    */
   readonly history?: number;
+  /**
+   * outboxkit: how its producers write each event (ProducerOptions.statement): `fire`
+   * (default) or `sql`, the bare producer's statement into outboxkit's tables.
+   */
+  readonly producerStatement?: 'fire' | 'sql';
 }
 
 /** The producers a rate gets unless told: one up to 200/s (the first figure's), else 4. */
@@ -87,6 +92,10 @@ const PEER_LATENCY: Record<'graphile' | 'pgboss', PeerLatencySetting> = {
 export async function benchLatency(o: LatencyOptions): Promise<Record<string, unknown>> {
   const system = o.system ?? 'outboxkit';
   const producers = o.producers ?? defaultProducers(o.rate);
+  if (o.producerStatement === 'sql' && (o.wakeup ?? 'listen-notify') !== 'listen-notify')
+    throw new Error(
+      `latency: the sql producers wake the relay by NOTIFY only (wakeup ${o.wakeup} given)`,
+    );
   const sequelize = openSequelize(2);
   const schema = newSchemaName();
   const channel = `${schema}_wake`;
@@ -179,6 +188,7 @@ export async function benchLatency(o: LatencyOptions): Promise<Record<string, un
         rate: o.rate,
         graceMs: 2000,
         synchronousCommit: o.producerSynchronousCommit,
+        statement: system === 'outboxkit' ? o.producerStatement : undefined,
       }),
       (message) => {
         if (message.type !== 'committed') return;
@@ -244,6 +254,7 @@ export async function benchLatency(o: LatencyOptions): Promise<Record<string, un
       ratePerSecond: o.rate,
       achievedPerSecond: Math.round(achieved),
       producers,
+      ...(system === 'outboxkit' && o.producerStatement === 'sql' ? { producer: 'sql' } : {}),
       ...(o.producerSynchronousCommit === false ? { producerSynchronousCommit: 'off' } : {}),
       events: measured,
       ...(unfired > 0 ? { unfired } : {}),

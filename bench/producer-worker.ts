@@ -10,7 +10,8 @@
  *   (its INSERT queues the NOTIFY) or the run's broker wakeup (bench/wakeups.ts: a signal
  *   after COMMIT returned), as an application fires;
  * - `bare`: node-postgres, the hand-written INSERT of the event and delivery rows plus
- *   `pg_notify` in one prepared statement (`bare/statements.ts`);
+ *   `pg_notify` in one prepared statement (`bare/statements.ts`); so does `outboxkit`
+ *   with `statement: 'sql'` (ProducerOptions.statement);
  * - `graphile`: `SELECT <schema>.add_job('ping', $1)` (graphile-worker's SQL API, which
  *   NOTIFYs its workers itself), prepared;
  * - `pgboss`: a plain `INSERT INTO <schema>.job (name, data)` (pg-boss polls; it has no
@@ -39,7 +40,7 @@ import { benchWakeup } from './wakeups.js';
 type Fire = (n: number) => Promise<void>;
 
 async function setUp(o: ProducerOptions): Promise<{ fire: Fire; close(): Promise<void> }> {
-  if (o.system === 'outboxkit') {
+  if (o.system === 'outboxkit' && o.statement !== 'sql') {
     const sequelize = openSequelize(1);
     if (o.synchronousCommit === false) {
       sequelize.addHook('afterConnect', async (connection) => {
@@ -69,18 +70,19 @@ async function setUp(o: ProducerOptions): Promise<{ fire: Fire; close(): Promise
   }
   const client = await connectPg(`bench-producer-${o.system}`);
   if (o.synchronousCommit === false) await client.query('SET synchronous_commit = off');
-  const statement =
-    o.system === 'bare'
-      ? { name: 'bench_produce', text: bareStatements(o.schema).insertAndNotify }
-      : o.system === 'graphile'
-        ? { name: 'bench_produce', text: `SELECT "${o.schema}".add_job('ping', $1::json)` }
-        : {
-            name: 'bench_produce',
-            text: `INSERT INTO "${o.schema}".job (name, data) VALUES ('ping', $1::jsonb)`,
-          };
+  // outboxkit with `statement: 'sql'` writes as the bare producer does, into its tables.
+  const bare = o.system === 'bare' || o.system === 'outboxkit';
+  const statement = bare
+    ? { name: 'bench_produce', text: bareStatements(o.schema).insertAndNotify }
+    : o.system === 'graphile'
+      ? { name: 'bench_produce', text: `SELECT "${o.schema}".add_job('ping', $1::json)` }
+      : {
+          name: 'bench_produce',
+          text: `INSERT INTO "${o.schema}".job (name, data) VALUES ('ping', $1::jsonb)`,
+        };
   const values = (n: number): unknown[] => {
     const payload = JSON.stringify({ n, note: 'latency' });
-    return o.system === 'bare'
+    return bare
       ? [randomUUID(), 'bench.Ping', payload, new Date(), 'noop', o.notifyChannel]
       : [payload];
   };

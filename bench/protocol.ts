@@ -107,6 +107,15 @@ export interface ProducerOptions {
    * PostgreSQL's notify lock through its WAL flush, so they queue one flush each).
    */
   readonly synchronousCommit?: boolean;
+  /**
+   * outboxkit: how each event is written. `fire` (the default): `outbox.fire()` in a
+   * Sequelize transaction, as an application writes. `sql`: the bare producer's one
+   * hand-written statement on node-postgres (event, delivery row, NOTIFY), into
+   * outboxkit's own tables: the relay's latency at a rate the `fire()` producers cannot
+   * reach on two cores beside it, since Sequelize's transaction path costs each of them
+   * about twice the bare producer's CPU (bench/README.md).
+   */
+  readonly statement?: 'fire' | 'sql';
 }
 
 export type ParentMessage =
