@@ -9,13 +9,16 @@
  * variants, is `claim-variants.ts`' figure. In one process, the NOTIFY can reach the relay
  * before the producer reads its COMMIT's reply: commit → claim start may be negative.
  *
- *   npx tsx bench/experiments/claim-in-relay.ts [--rate 200] [--seconds 10] [--history 0]
+ * `--consumer bare` runs the bare loop's latency mode in the relay's place (its own
+ * connections, the same claim text; "start" = its claim returned), to compare each part.
+ *
+ *   npx tsx bench/experiments/claim-in-relay.ts [--rate 200] [--seconds 10] [--history 0] [--consumer relay|bare]
  */
 import { parseArgs } from 'node:util';
 import { createOutbox, listenNotifyWakeup, silentLogger } from '../../src/index.js';
 import { runtimeOf } from '../../src/runtime.js';
 import type { ClaimOptions } from '../../src/storage/store.js';
-import { bareStatements } from '../bare/statements.js';
+import { bareStatements, type ClaimedRow, claimValues } from '../bare/statements.js';
 import {
   benchConfig,
   newSchemaName,
@@ -34,8 +37,12 @@ const { values: args } = parseArgs({
     rate: { type: 'string', default: '200' },
     seconds: { type: 'string', default: '10' },
     history: { type: 'string', default: '0' },
+    consumer: { type: 'string', default: 'relay' },
   },
 });
+const CONSUMER = args.consumer;
+if (CONSUMER !== 'relay' && CONSUMER !== 'bare')
+  throw new Error(`--consumer: relay or bare (got ${CONSUMER})`);
 const RATE = Number(args.rate);
 const SECONDS = Number(args.seconds);
 
@@ -72,13 +79,20 @@ async function main(): Promise<void> {
     };
     await sequelize.authenticate();
     const stop = new AbortController();
-    const running = outbox.runRelay({
-      signal: stop.signal,
-      workerId: 'claim-in-relay',
-      batchSize: 100,
-      concurrency: 10,
-      pollIntervalMs: 1000,
-    });
+    const running =
+      CONSUMER === 'relay'
+        ? outbox.runRelay({
+            signal: stop.signal,
+            workerId: 'claim-in-relay',
+            batchSize: 100,
+            concurrency: 10,
+            pollIntervalMs: 1000,
+          })
+        : bareLoop(schema, channel, stop.signal, (n, started, ended) => {
+            claimStart.set(n, started);
+            claimEnd.set(n, ended);
+            starts.set(n, ended); // the bare loop's "start": its claim returned
+          });
     await sleep(500);
     const insert = bareStatements(schema).insertAndNotify;
     const committed = new Map<number, number>();
@@ -128,7 +142,12 @@ async function main(): Promise<void> {
       parts.claimEndToStart.push(s - ce);
       parts.commitToStart.push(s - c);
     }
-    const out: Record<string, unknown> = { bench: 'claim-in-relay', rate: RATE, history };
+    const out: Record<string, unknown> = {
+      bench: 'claim-in-relay',
+      consumer: CONSUMER,
+      rate: RATE,
+      history,
+    };
     for (const [k, v] of Object.entries(parts)) {
       v.sort((a, b) => a - b);
       out[k] = {
@@ -144,6 +163,68 @@ async function main(): Promise<void> {
     await outbox.close();
     await sequelize.close();
     await dropSchemaPg(schema);
+  }
+}
+
+/**
+ * `--consumer bare`: the bare loop's latency mode (bare/worker.ts) in this process, on
+ * connections of its own: LISTEN, the same claim text prepared on a connection that only
+ * claims, the rows marked succeeded on a third. Its "start" is its claim's return.
+ */
+async function bareLoop(
+  schema: string,
+  channel: string,
+  signal: AbortSignal,
+  stamp: (n: number, started: number, ended: number) => void,
+): Promise<void> {
+  const sql = bareStatements(schema);
+  const claimer = await connectPg('claim-in-relay-bare-claim');
+  const marker = await connectPg('claim-in-relay-bare-mark');
+  const listener = await connectPg('claim-in-relay-bare-listen');
+  let pending = true;
+  let wake = () => {};
+  const woken = () => {
+    pending = true;
+    wake();
+  };
+  listener.on('notification', woken);
+  signal.addEventListener('abort', woken);
+  await listener.query(`LISTEN "${channel}"`);
+  let marking: Promise<unknown> = Promise.resolve();
+  try {
+    while (!signal.aborted) {
+      if (!pending) {
+        await new Promise<void>((resolve) => {
+          const timer = setTimeout(resolve, 1000);
+          wake = () => {
+            clearTimeout(timer);
+            resolve();
+          };
+        });
+        wake = () => {};
+      }
+      pending = false;
+      for (;;) {
+        const started = nowMs();
+        const { rows } = await claimer.query<ClaimedRow>({
+          name: 'bare_claim',
+          text: sql.claim,
+          values: claimValues('claim-in-relay-bare', 100, new Date()),
+        });
+        const ended = nowMs();
+        for (const r of rows) stamp(r.event_payload.n, started, ended);
+        if (rows.length > 0) {
+          const ids = rows.map((r) => r.id);
+          marking = marking.then(() =>
+            marker.query({ name: 'bare_mark', text: sql.markSucceeded, values: [ids, new Date()] }),
+          );
+        }
+        if (rows.length < 100) break;
+      }
+    }
+    await marking;
+  } finally {
+    await Promise.all([claimer.end(), marker.end(), listener.end()]);
   }
 }
 
