@@ -1,3 +1,5 @@
+import type { InterruptibleSleep } from '../runtime.js';
+
 /**
  * The relay loop's waiting, in one small object: whether a wakeup arrived since the last
  * claim, the idle wait (ended early by a wakeup or a stop), and the batches in hand (up to
@@ -10,16 +12,25 @@ export class RelayState {
   readonly #inFlight = new Set<Promise<void>>();
   readonly #waiters = new Set<() => void>();
   #idle: AbortController | undefined;
+  #interruptIdle: (() => void) | undefined;
   readonly #sleep: (ms: number, signal: AbortSignal) => Promise<void>;
+  readonly #interruptible: ((ms: number) => InterruptibleSleep) | undefined;
   readonly #stop: AbortSignal;
   readonly maxInFlight: number;
 
   constructor(options: {
     sleep: (ms: number, signal: AbortSignal) => Promise<void>;
+    /**
+     * The idle wait without an AbortController (see runtime.ts' `interruptibleSleep`),
+     * used when given; the relay gives it when it sleeps on the real scheduler, and a
+     * `sleep` a test injected is used as given.
+     */
+    interruptibleSleep?: (ms: number) => InterruptibleSleep;
     stop: AbortSignal;
     maxInFlight: number;
   }) {
     this.#sleep = options.sleep;
+    this.#interruptible = options.interruptibleSleep;
     this.#stop = options.stop;
     this.maxInFlight = options.maxInFlight;
     this.#stop.addEventListener('abort', this.#interrupt, { once: true });
@@ -48,6 +59,16 @@ export class RelayState {
   /** Wait out the poll interval, unless a wakeup or a stop comes first. */
   async idle(pollMs: number): Promise<void> {
     if (this.woken || this.#stop.aborted) return;
+    if (this.#interruptible) {
+      const wait = this.#interruptible(pollMs);
+      this.#interruptIdle = wait.interrupt;
+      try {
+        await wait.done;
+      } finally {
+        this.#interruptIdle = undefined;
+      }
+      return;
+    }
     this.#idle = new AbortController();
     try {
       await this.#sleep(pollMs, this.#idle.signal);
@@ -82,6 +103,7 @@ export class RelayState {
   }
 
   #interrupt = (): void => {
+    this.#interruptIdle?.();
     this.#idle?.abort();
     for (const resolve of [...this.#waiters]) resolve();
   };

@@ -2,7 +2,7 @@ import { DEFAULT_LANE } from '../declare/define-outbox.js';
 import { type DeliveryStatus, zeroCounts } from '../declare/types.js';
 import { ConfigurationError } from '../errors/outbox-error.js';
 import { ClaimFailureLog } from '../observe/claim-failures.js';
-import { type Runtime, realScheduler } from '../runtime.js';
+import { interruptibleSleep, type Runtime, realScheduler } from '../runtime.js';
 import type { WakeupConnection } from '../wakeups/wakeup.js';
 import { type Claim, claimBatch } from './claim.js';
 import { deliverBatch } from './deliver-batch.js';
@@ -210,6 +210,11 @@ export async function runRelay(rt: Runtime, options: RunRelayOptions = {}): Prom
   // database: one batch at a time.
   const state = new RelayState({
     sleep,
+    // On the real scheduler, the idle wait a wakeup ends costs no AbortController.
+    interruptibleSleep:
+      options.sleep === undefined && rt.scheduler === realScheduler
+        ? interruptibleSleep
+        : undefined,
     stop: stop.signal,
     maxInFlight: rt.store.capabilities.splitsQueue ? 2 : 1,
   });

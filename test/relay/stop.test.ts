@@ -1,6 +1,12 @@
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { z } from 'zod';
-import { ConfigurationError, defineOutbox, event, receiver } from '../../src/index.js';
+import {
+  ConfigurationError,
+  defineOutbox,
+  event,
+  inProcessWakeup,
+  receiver,
+} from '../../src/index.js';
 import type { TestDatabase } from '../../testing/databases.js';
 import { drainOutbox } from '../../testing/index.js';
 import { describeEachDialect } from '../support/dialects.js';
@@ -144,6 +150,47 @@ describeEachDialect('relay: stopping', (dialect) => {
     const report = await relay;
     expect(Date.now() - startedAt).toBeLessThan(5_000);
     expect(report.passes).toBe(1);
+  });
+
+  it('an idle relay on the real scheduler is woken by each signal, not by its poll interval', async () => {
+    const seen: number[] = [];
+    let delivered: () => void = () => {};
+    const config = defineOutbox({
+      events: { 'ops.Task': Task },
+      receivers: {
+        'ops.work': receiver(Task, {
+          handle: (e) => {
+            seen.push(e.payload.n);
+            delivered();
+          },
+        }),
+      },
+    });
+    const outbox = await openOutbox(db, config, { wakeup: inProcessWakeup() });
+    const stop = new AbortController();
+    const startedAt = Date.now();
+    // The real sleep, with a poll interval of a minute: only the wakeups end its waits.
+    const relay = outbox.runRelay({ signal: stop.signal, pollIntervalMs: 60_000 });
+    try {
+      for (let n = 1; n <= 3; n++) {
+        await new Promise((resolve) => setTimeout(resolve, 30)); // idle again
+        const done = new Promise<void>((resolve) => {
+          delivered = resolve;
+        });
+        await outbox.fire('ops.Task', { n });
+        await done;
+      }
+    } finally {
+      stop.abort();
+    }
+    await relay;
+    expect(seen).toEqual([1, 2, 3]);
+    expect(Date.now() - startedAt).toBeLessThan(10_000);
+    expect((await rowsOf(outbox, 'ops.work')).map((r) => r.status)).toEqual([
+      'succeeded',
+      'succeeded',
+      'succeeded',
+    ]);
   });
 
   it('a relay given an already aborted signal claims nothing', async () => {
