@@ -104,6 +104,15 @@ describe.skipIf(!inject('pgAvailable'))('the relay’s pool connections [postgre
     }
   });
 
+  it('after the Sequelize instance is closed, fails with Sequelize’s own error for a closed pool', async () => {
+    const sequelize = open({ pool: { max: 1 } });
+    await sequelize.authenticate();
+    await sequelize.close();
+    await expect(runPooled(sequelize, { text: 'SELECT 1', values: [] })).rejects.toThrow(
+      'ConnectionManager.getConnection was called after the connection manager was closed!',
+    );
+  });
+
   it('gives Sequelize’s ConnectionAcquireTimeoutError when the pool stays empty past its acquire timeout', async () => {
     const sequelize = open({ pool: { max: 1, acquire: 150 } });
     try {

@@ -82,7 +82,8 @@ export function connectionManager(sequelize: Sequelize): ConnectionManager {
  * hook runs (`beforePoolAcquire`, `afterPoolAcquire`) and a version check, four awaits
  * that cost ~19 µs of client CPU per acquire on a relay's path (measured in bench/) even
  * when no hook is registered. So when none is, the server's version is known (Sequelize
- * learns it on its first connection) and the pool is a single one (no read replication),
+ * learns it on its first connection), the pool is a single one (no read replication) and
+ * `getConnection` is Sequelize's own (not replaced by `close()` or by instrumentation),
  * this asks the pool directly, as `getConnection` then would, and turns the pool's
  * timeout into Sequelize's `ConnectionAcquireTimeoutError` as it does. In every other
  * case it is `getConnection` itself, so a hook a user registered still runs.
@@ -100,6 +101,9 @@ export function acquireConnection(
   if (
     pool === undefined ||
     pool.read !== undefined ||
+    // Replaced on the instance: closed (Sequelize's close() makes it throw) or wrapped
+    // (instrumentation); either way it must be the one called.
+    Object.hasOwn(manager, 'getConnection') ||
     s.options.databaseVersion === 0 ||
     s.hasHook('beforePoolAcquire') ||
     s.hasHook('afterPoolAcquire')
