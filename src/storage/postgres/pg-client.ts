@@ -79,9 +79,10 @@ export function connectionManager(sequelize: Sequelize): ConnectionManager {
 /**
  * Take a connection from the instance's pool for one of the relay's statements or a
  * handler's transaction. Sequelize's `getConnection` wraps the pool's `acquire` in two
- * hook runs (`beforePoolAcquire`, `afterPoolAcquire`) and a version check, four awaits
- * that cost ~19 µs of client CPU per acquire on a relay's path (measured in bench/) even
- * when no hook is registered. So when none is, the server's version is known (Sequelize
+ * hook runs (`beforePoolAcquire`, `afterPoolAcquire`) and a version check, awaited even
+ * when no hook is registered: 3.3-4.9 µs per acquire and release against 2.6-2.8 µs for
+ * the pool alone, warm (bench/experiments/pool-acquire.ts), and more on a relay just woken
+ * from idle, on every claim and handler. So when no hook is registered, the server's version is known (Sequelize
  * learns it on its first connection), the pool is a single one (no read replication) and
  * `getConnection` is Sequelize's own (not replaced by `close()` or by instrumentation),
  * this asks the pool directly, as `getConnection` then would, and turns the pool's
