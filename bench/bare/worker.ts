@@ -20,6 +20,7 @@ import { parentOrders, probeReporter, progressReporter, runChild, send } from '.
 import { nowMs, sleep } from '../common.js';
 import { connectPg, type PgClient } from '../pg.js';
 import type { BareWorkerOptions } from '../protocol.js';
+import { runBareLatencyLoop } from './latency-loop.js';
 import { bareStatements, type ClaimedRow, claimValues } from './statements.js';
 
 async function main(): Promise<void> {
@@ -133,46 +134,24 @@ async function main(): Promise<void> {
     all.push(marker, listener);
     const starts = probeReporter();
     const acks = probeReporter(true);
-    let pending = true; // a first pass at start, as the relay makes
-    let wake: () => void = () => {};
-    const woken = () => {
-      pending = true;
-      wake();
-    };
-    listener.on('notification', woken);
-    signal.addEventListener('abort', woken);
-    await listener.query(`LISTEN "${options.notifyChannel}"`);
-    let marking: Promise<unknown> = Promise.resolve();
-    send({ type: 'ready' });
-    while (!signal.aborted) {
-      if (!pending) {
-        await new Promise<void>((resolve) => {
-          const timer = setTimeout(resolve, options.pollIntervalMs);
-          wake = () => {
-            clearTimeout(timer);
-            resolve();
-          };
-        });
-        wake = () => {};
-      }
-      pending = false;
-      for (;;) {
-        const rows = await claimRows(new Date());
-        const at = nowMs();
-        for (const r of rows) starts.add(r.event_payload.n, at);
-        if (rows.length > 0) {
-          marking = marking
-            .then(() => markRows(marker, rows))
-            .then(() => {
-              const done = nowMs();
-              for (const r of rows) acks.add(r.event_payload.n, done);
-              progress.add(rows.length);
-            });
-        }
-        if (rows.length < options.batchSize) break;
-      }
-    }
-    await marking;
+    await runBareLatencyLoop({
+      listener,
+      channel: options.notifyChannel ?? '',
+      claim: claimRows,
+      batchSize: options.batchSize,
+      claimed: (rows, _started, ended) => {
+        for (const r of rows) starts.add(r.event_payload.n, ended);
+      },
+      mark: (rows) =>
+        markRows(marker, rows).then(() => {
+          const done = nowMs();
+          for (const r of rows) acks.add(r.event_payload.n, done);
+          progress.add(rows.length);
+        }),
+      pollIntervalMs: options.pollIntervalMs,
+      signal,
+      ready: () => send({ type: 'ready' }),
+    });
     starts.flush();
     acks.flush();
   }

@@ -18,6 +18,7 @@ import { parseArgs } from 'node:util';
 import { createOutbox, listenNotifyWakeup, silentLogger } from '../../src/index.js';
 import { runtimeOf } from '../../src/runtime.js';
 import type { ClaimOptions } from '../../src/storage/store.js';
+import { runBareLatencyLoop } from '../bare/latency-loop.js';
 import { bareStatements, type ClaimedRow, claimValues } from '../bare/statements.js';
 import {
   benchConfig,
@@ -181,48 +182,31 @@ async function bareLoop(
   const claimer = await connectPg('claim-in-relay-bare-claim');
   const marker = await connectPg('claim-in-relay-bare-mark');
   const listener = await connectPg('claim-in-relay-bare-listen');
-  let pending = true;
-  let wake = () => {};
-  const woken = () => {
-    pending = true;
-    wake();
-  };
-  listener.on('notification', woken);
-  signal.addEventListener('abort', woken);
-  await listener.query(`LISTEN "${channel}"`);
-  let marking: Promise<unknown> = Promise.resolve();
   try {
-    while (!signal.aborted) {
-      if (!pending) {
-        await new Promise<void>((resolve) => {
-          const timer = setTimeout(resolve, 1000);
-          wake = () => {
-            clearTimeout(timer);
-            resolve();
-          };
-        });
-        wake = () => {};
-      }
-      pending = false;
-      for (;;) {
-        const started = nowMs();
-        const { rows } = await claimer.query<ClaimedRow>({
-          name: 'bare_claim',
-          text: sql.claim,
-          values: claimValues('claim-in-relay-bare', 100, new Date()),
-        });
-        const ended = nowMs();
+    await runBareLatencyLoop({
+      listener,
+      channel,
+      claim: async (now) =>
+        (
+          await claimer.query<ClaimedRow>({
+            name: 'bare_claim',
+            text: sql.claim,
+            values: claimValues('claim-in-relay-bare', 100, now),
+          })
+        ).rows,
+      batchSize: 100,
+      claimed: (rows, started, ended) => {
         for (const r of rows) stamp(r.event_payload.n, started, ended);
-        if (rows.length > 0) {
-          const ids = rows.map((r) => r.id);
-          marking = marking.then(() =>
-            marker.query({ name: 'bare_mark', text: sql.markSucceeded, values: [ids, new Date()] }),
-          );
-        }
-        if (rows.length < 100) break;
-      }
-    }
-    await marking;
+      },
+      mark: (rows) =>
+        marker.query({
+          name: 'bare_mark',
+          text: sql.markSucceeded,
+          values: [rows.map((r) => r.id), new Date()],
+        }),
+      pollIntervalMs: 1000,
+      signal,
+    });
   } finally {
     await Promise.all([claimer.end(), marker.end(), listener.end()]);
   }
