@@ -47,6 +47,19 @@ describe.skipIf(!inject('pgAvailable'))('the relay’s pool connections [postgre
       },
     });
 
+  /** An outbox of {@link configFor} on `sequelize`, its tables under `prefix`, migrated. */
+  const migratedOutbox = async (sequelize: Sequelize, prefix: string) => {
+    const outbox = createOutbox(configFor(sequelize), {
+      sequelize,
+      schema: db.outboxOptions.schema,
+      tablePrefix: prefix,
+      wakeup: null,
+      logger: silentLogger,
+    });
+    await outbox.migrate();
+    return outbox;
+  };
+
   it('runs the pool hooks a user registered, for the claim, the record and the handler’s transaction', async () => {
     const sequelize = open({ pool: { max: 3 } });
     const before: string[] = [];
@@ -57,15 +70,8 @@ describe.skipIf(!inject('pgAvailable'))('the relay’s pool connections [postgre
     sequelize.addHook('afterPoolAcquire', () => {
       after += 1;
     });
-    const outbox = createOutbox(configFor(sequelize), {
-      sequelize,
-      schema: db.outboxOptions.schema,
-      tablePrefix: 'hooked_',
-      wakeup: null,
-      logger: silentLogger,
-    });
+    const outbox = await migratedOutbox(sequelize, 'hooked_');
     try {
-      await outbox.migrate();
       for (let n = 0; n < 3; n++) await outbox.fire('a.Happened', { n });
       const acquiredBefore = after;
       const report = await drainOutbox(outbox);
@@ -81,15 +87,8 @@ describe.skipIf(!inject('pgAvailable'))('the relay’s pool connections [postgre
 
   it('delivers through the pool directly when no hook is registered, within the pool’s size', async () => {
     const sequelize = open({ pool: { max: 1 } });
-    const outbox = createOutbox(configFor(sequelize), {
-      sequelize,
-      schema: db.outboxOptions.schema,
-      tablePrefix: 'direct_',
-      wakeup: null,
-      logger: silentLogger,
-    });
+    const outbox = await migratedOutbox(sequelize, 'direct_');
     try {
-      await outbox.migrate();
       for (let n = 0; n < 5; n++) await outbox.fire('a.Happened', { n });
       // One connection for the claim, the handlers' transactions and the record in turn.
       const report = await drainOutbox(outbox);
