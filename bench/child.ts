@@ -59,6 +59,19 @@ export function probeReporter(ack = false): {
   };
 }
 
+let cpuAtGo: NodeJS.CpuUsage | undefined;
+let cpuAtStop: NodeJS.CpuUsage | undefined;
+
+/**
+ * This process's CPU (user + system, µs) from `go` to `stop`, the timed part and the few
+ * idle polls before the parent's stop (a drain's children report it: the client's share of
+ * a drain's CPU, beside the database's); undefined before both came.
+ */
+export function cpuGoToStopUs(): number | undefined {
+  if (!cpuAtGo || !cpuAtStop) return undefined;
+  return cpuAtStop.user - cpuAtGo.user + (cpuAtStop.system - cpuAtGo.system);
+}
+
 /**
  * The parent's orders: `go` resolves with its message, `stop` (or a lost parent) aborts
  * `stopped` and resolves `go` too.
@@ -70,8 +83,12 @@ export function parentOrders(): {
   const stop = new AbortController();
   const go = new Promise<Extract<ParentMessage, { type: 'go' }> | undefined>((resolve) => {
     process.on('message', (message: ParentMessage) => {
-      if (message.type === 'go') resolve(message);
+      if (message.type === 'go') {
+        cpuAtGo = process.cpuUsage();
+        resolve(message);
+      }
       if (message.type === 'stop') {
+        cpuAtStop ??= process.cpuUsage();
         stop.abort();
         resolve(undefined);
       }

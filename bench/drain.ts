@@ -25,6 +25,7 @@ import {
   rowsPerEvent,
   sleep,
 } from './common.js';
+import { cpuNow } from './experiments/proc-cpu.js';
 import { settle } from './pg.js';
 import type {
   BareWorkerOptions,
@@ -129,7 +130,12 @@ export async function benchDrain(o: DrainOptions): Promise<Record<string, unknow
           }),
           tracker.onMessage,
         );
-    const { seconds, reports } = await timeDrain(group, tracker, `${o.kind} x${o.relays}`);
+    const { seconds, reports, postgresCpuSeconds } = await timeDrain(
+      group,
+      tracker,
+      `${o.kind} x${o.relays}`,
+    );
+    const clientCpuUs = reports.reduce((a, r) => a + (r.report.cpuUs ?? Number.NaN), 0);
     const counts = await outbox.countDeliveries();
     await outbox.close();
     if (counts.succeeded !== rows) {
@@ -152,6 +158,11 @@ export async function benchDrain(o: DrainOptions): Promise<Record<string, unknow
       deliveriesPerSecond: Math.round(rows / seconds),
       perRelay: reports.map((r) => r.delivered),
       claims: reports.reduce((a, r) => a + (r.report.passes ?? 0), 0),
+      // Where the drain's CPU went, per event: every relay process (from go to stop) and
+      // every postgres process (from go to done). On a machine the drain saturates, their
+      // sum per event sets the rate.
+      clientCpuUsPerEvent: round(clientCpuUs / o.events, 2),
+      postgresCpuUsPerEvent: round((postgresCpuSeconds * 1e6) / o.events, 2),
       seedSeconds: round(seedSeconds, 2),
       settleSeconds: round(settleSeconds, 2),
       ...(warmupEvents > 0 ? { warmupEventsPerProcess: warmupEvents } : {}),
@@ -209,7 +220,13 @@ export async function timeDrain(
   label: string,
   confirm?: () => Promise<boolean>,
   timeoutMs = 300_000,
-): Promise<{ seconds: number; reports: Extract<ChildMessage, { type: 'done' }>[] }> {
+): Promise<{
+  seconds: number;
+  reports: Extract<ChildMessage, { type: 'done' }>[];
+  /** CPU seconds of every postgres process from `go` to done (see experiments/proc-cpu.ts). */
+  postgresCpuSeconds: number;
+}> {
+  const postgresAtGo = cpuNow(undefined).postgres;
   const startedAt = nowMs();
   group.go();
   let timer: NodeJS.Timeout | undefined;
@@ -237,8 +254,10 @@ export async function timeDrain(
       }
       doneAt = nowMs();
     }
+    // Read before the stop: a backend whose connection closes leaves /proc, its CPU with it.
+    const postgresCpuSeconds = cpuNow(undefined).postgres - postgresAtGo;
     const reports = await group.stop();
-    return { seconds: (doneAt - startedAt) / 1000, reports };
+    return { seconds: (doneAt - startedAt) / 1000, reports, postgresCpuSeconds };
   } catch (error) {
     await group.stop().catch(() => {});
     throw error;

@@ -8,7 +8,14 @@
  * relay's report.
  */
 import { createOutbox, silentLogger } from '../src/index.js';
-import { parentOrders, probeReporter, progressReporter, runChild, send } from './child.js';
+import {
+  cpuGoToStopUs,
+  parentOrders,
+  probeReporter,
+  progressReporter,
+  runChild,
+  send,
+} from './child.js';
 import { benchConfig, isHandlerKind, nowMs, openSequelize } from './common.js';
 import { useAsyncCommit } from './experiments/async-commit-handlers.js';
 import type { RelayWorkerOptions } from './protocol.js';
@@ -92,7 +99,12 @@ async function main(): Promise<void> {
   const report = await running;
   starts.flush();
   acks.flush();
-  send({ type: 'done', report: { ...report }, delivered: progress.delivered });
+  const cpuUs = cpuGoToStopUs();
+  send({
+    type: 'done',
+    report: { ...report, ...(cpuUs === undefined ? {} : { cpuUs }) },
+    delivered: progress.delivered,
+  });
   await outbox.close();
   await sequelize.close();
 }

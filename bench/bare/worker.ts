@@ -16,7 +16,14 @@
  * Drains wait for `go` after `ready`; the latency loop starts at once, then says `ready`.
  */
 import type { ClientBase } from 'pg';
-import { parentOrders, probeReporter, progressReporter, runChild, send } from '../child.js';
+import {
+  cpuGoToStopUs,
+  parentOrders,
+  probeReporter,
+  progressReporter,
+  runChild,
+  send,
+} from '../child.js';
 import { nowMs, sleep } from '../common.js';
 import { connectPg, type PgClient } from '../pg.js';
 import type { BareWorkerOptions } from '../protocol.js';
@@ -96,7 +103,12 @@ async function main(): Promise<void> {
       await latencyLoop(o, claim, mark, clients, stopped);
     }
   } finally {
-    send({ type: 'done', report: { passes: claims }, delivered: progress.delivered });
+    const cpuUs = cpuGoToStopUs();
+    send({
+      type: 'done',
+      report: { passes: claims, ...(cpuUs === undefined ? {} : { cpuUs }) },
+      delivered: progress.delivered,
+    });
     await Promise.all(clients.map((c) => c.end().catch(() => {})));
   }
 
