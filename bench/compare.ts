@@ -285,6 +285,11 @@ export function median(values: readonly (number | undefined)[]): number | undefi
 type Metric = (figure: Figure) => number | undefined;
 
 const eventsPerSecond: Metric = (f) => f.eventsPerSecond as number | undefined;
+/** A drain's CPU per event: its relay (or bare) processes, or every postgres process. */
+const cpuUsPerEvent =
+  (of: 'client' | 'postgres'): Metric =>
+  (f) =>
+    f[of === 'client' ? 'clientCpuUsPerEvent' : 'postgresCpuUsPerEvent'] as number | undefined;
 const latencyMs =
   (q: 'p50' | 'p90' | 'p99' | 'max'): Metric =>
   (f) =>
@@ -334,17 +339,26 @@ function report(
     (k) => k.startsWith('transport') || k.startsWith('handler'),
   );
   if (drains.length > 0) {
-    lines.push(`Drains, events/s (median of ${rounds} round(s); each round's value):`, '');
+    lines.push(
+      `Drains, events/s (median of ${rounds} round(s); each round's value), and the CPU per event (µs, medians) of the drain's own processes (client) and of every postgres process (none for the peers):`,
+      '',
+    );
     table(
-      ['figure', 'events', 'median ev/s', 'per round'],
+      ['figure', 'events', 'median ev/s', 'per round', 'client CPU', 'postgres CPU'],
       drains.map((k) => {
-        medians[k] = { eventsPerSecond: med(k, eventsPerSecond) };
+        medians[k] = {
+          eventsPerSecond: med(k, eventsPerSecond),
+          clientCpuUsPerEvent: med(k, cpuUsPerEvent('client')),
+          postgresCpuUsPerEvent: med(k, cpuUsPerEvent('postgres')),
+        };
         const first = (results.get(k) ?? []).find((f) => f !== undefined);
         return [
           k,
           fmt(first?.events as number | undefined),
           fmt(medians[k].eventsPerSecond),
           perRoundText(values(k, eventsPerSecond)),
+          fmt(medians[k].clientCpuUsPerEvent, 1),
+          fmt(medians[k].postgresCpuUsPerEvent, 1),
         ];
       }),
     );
