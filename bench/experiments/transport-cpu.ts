@@ -7,7 +7,8 @@
  * is where the relay's share of it is measured, without the noise of a shared machine.
  *
  *   npx tsx bench/experiments/transport-cpu.ts [--events 50000] [--warmup 20000] [--rounds 3]
- *     [--kinds deliver,batch,bare] [--profile DIR]   # DIR/<kind>-<round>.cpuprofile
+ *     [--kinds deliver,batch,bare,bare-seq] [--profile DIR]   # DIR/<kind>-<round>.cpuprofile
+ *     [--heap-profile DIR]   # DIR/<kind>-<round>.heapprofile: every allocation sampled
  */
 import { writeFileSync } from 'node:fs';
 import { Session } from 'node:inspector/promises';
@@ -27,6 +28,7 @@ const { values } = parseArgs({
     kinds: { type: 'string', default: 'deliver,batch,bare' },
     'batch-size': { type: 'string', default: '500' },
     profile: { type: 'string' },
+    'heap-profile': { type: 'string' },
   },
 });
 const events = Number(values.events);
@@ -106,6 +108,17 @@ for (let round = 1; round <= Number(values.rounds); round++) {
       await session.post('Profiler.setSamplingInterval', { interval: 100 });
       await session.post('Profiler.start');
     }
+    let heapSession: Session | undefined;
+    if (values['heap-profile']) {
+      heapSession = new Session();
+      heapSession.connect();
+      // Every allocation sampled, kept or collected: where the bytes per event come from.
+      await heapSession.post('HeapProfiler.startSampling', {
+        samplingInterval: 512,
+        includeObjectsCollectedByMajorGC: true,
+        includeObjectsCollectedByMinorGC: true,
+      });
+    }
     const cpu0 = process.cpuUsage();
     const t0 = performance.now();
     const n = await drain(kind, timed);
@@ -115,6 +128,14 @@ for (let round = 1; round <= Number(values.rounds); round++) {
       const { profile } = await session.post('Profiler.stop');
       writeFileSync(`${values.profile}/${kind}-${round}.cpuprofile`, JSON.stringify(profile));
       session.disconnect();
+    }
+    if (heapSession) {
+      const { profile } = await heapSession.post('HeapProfiler.stopSampling');
+      writeFileSync(
+        `${values['heap-profile']}/${kind}-${round}.heapprofile`,
+        JSON.stringify(profile),
+      );
+      heapSession.disconnect();
     }
     const perEvent = (cpu.user + cpu.system) / n;
     results[kind] = [...(results[kind] ?? []), perEvent];

@@ -34,12 +34,11 @@ import { decodeJson } from './json.js';
  * @throws {PayloadUpgradeFailed} naming the event, both versions and what the hook said.
  */
 export function decodeEvent(config: OutboxConfig, stored: StoredEvent): OutboxEvent {
-  const at = `${stored.name} v${stored.version} (event ${stored.uuid})`;
-  const raw = parseColumn(stored.payload, stored, 'payload', at);
-  const headers = parseColumn(stored.headers, stored, 'headers', at) ?? {};
+  const raw = parseColumn(stored.payload, stored, 'payload');
+  const headers = parseColumn(stored.headers, stored, 'headers') ?? {};
   if (typeof headers !== 'object' || Array.isArray(headers)) {
     throw new PayloadDecodeError(
-      `stored headers of ${at} are not an object of name → JSON value (got ${JSON.stringify(headers)})`,
+      `stored headers of ${named(stored)} are not an object of name → JSON value (got ${JSON.stringify(headers)})`,
       { eventName: stored.name, version: stored.version, eventId: stored.uuid, path: 'headers' },
     );
   }
@@ -59,7 +58,7 @@ export function decodeEvent(config: OutboxConfig, stored: StoredEvent): OutboxEv
       const where = issue.path.length > 0 ? issue.path.join('.') : 'payload';
       const upgraded = version !== stored.version ? ` once upgraded to v${version}` : '';
       throw new PayloadDecodeError(
-        `stored payload of ${at} no longer decodes${upgraded}: ${where} ${issue.message}`,
+        `stored payload of ${named(stored)} no longer decodes${upgraded}: ${where} ${issue.message}`,
         {
           eventName: stored.name,
           version: stored.version,
@@ -122,12 +121,21 @@ function upgradePayload(
   return upgraded;
 }
 
-function parseColumn(value: unknown, stored: StoredEvent, path: string, at: string): unknown {
+/**
+ * How an error names the stored event: made only when one is thrown (the relay decodes
+ * every claimed row, and a string built per row for errors that almost never come is
+ * garbage on its hot path).
+ */
+function named(stored: StoredEvent): string {
+  return `${stored.name} v${stored.version} (event ${stored.uuid})`;
+}
+
+function parseColumn(value: unknown, stored: StoredEvent, path: string): unknown {
   try {
     return decodeJson(value);
   } catch (error) {
     throw new PayloadDecodeError(
-      `stored ${path} of ${at} is not valid JSON: ${(error as Error).message}`,
+      `stored ${path} of ${named(stored)} is not valid JSON: ${(error as Error).message}`,
       { eventName: stored.name, version: stored.version, eventId: stored.uuid, path, cause: error },
     );
   }

@@ -7,7 +7,7 @@ import type { LeaseKeeper } from './lease-keeper.js';
 import { rowsOf, type Task } from './plan-batch.js';
 import { reportAcknowledged } from './report.js';
 import { runHandler } from './run-handler.js';
-import { runTransport } from './run-transport.js';
+import { deliverRow, runTransport } from './run-transport.js';
 
 /** What running a batch's tasks came to. */
 export interface TasksRun {
@@ -77,6 +77,9 @@ export async function runTasks(
       try {
         if (task.kind === 'handler') {
           settled(await runHandler(rt, task, token, lease, options.stop));
+        } else if (!task.batched && rt.aroundDelivery === undefined) {
+          // One row's `deliver` without hooks: the lean path, one result.
+          settled(await deliverRow(rt, task, lease, options.stop));
         } else {
           for (const result of await runTransport(rt, task, lease, options.stop)) settled(result);
         }

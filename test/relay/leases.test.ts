@@ -242,6 +242,31 @@ describeEachDialect('relay: leases and compare-and-set', (dialect) => {
     });
   });
 
+  it("a transport's row is extended to its receiver's longer lease before its deliver starts, as a handler's is", async () => {
+    const leases: (Date | null)[] = [];
+    const config = defineOutbox({
+      events: { 'jobs.Job': Job },
+      receivers: {
+        'jobs.export': receiver(Job, {
+          leaseSeconds: 600,
+          deliver: async (_e, ctx) => {
+            const rows = await runtimeOf(outbox).store.readDeliveries({});
+            leases.push(rows.find((r) => r.id === ctx.deliveryId)!.leaseUntil);
+          },
+        }),
+      },
+      settings: { leaseSeconds: 60 },
+    });
+    const outbox = await openOutbox(db, config, { clock: testClock().now });
+    await outbox.fire('jobs.Job', { n: 1 });
+    await outbox.runRelay({ passes: 1, sleep: shortSleep() });
+    expect(leases).toEqual([after(600_000)]);
+    expect((await rowsOf(outbox, 'jobs.export'))[0]).toMatchObject({
+      status: 'succeeded',
+      leaseUntil: null,
+    });
+  });
+
   it("one receiver's long lease does not delay the others' recovery: the claim stamps the outbox's lease plus 10 percent", async () => {
     const config = defineOutbox({
       events: { 'jobs.Job': Job },
