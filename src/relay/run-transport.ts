@@ -1,4 +1,4 @@
-import type { DeliveryItem, DeliveryResult } from '../declare/types.js';
+import type { DeliveryContext, DeliveryItem, DeliveryResult } from '../declare/types.js';
 import { RetryAfter } from '../errors/signals.js';
 import { type AroundDelivery, runAround } from '../observe/around-delivery.js';
 import type { Runtime } from '../runtime.js';
@@ -34,39 +34,45 @@ export function runTransport(
   stop: AbortSignal | undefined,
 ): Promise<AttemptResult[]> {
   const hooks = rt.aroundDelivery;
-  return hooks === undefined
-    ? attemptTransport(rt, task, lease, stop, undefined, undefined)
-    : runTransportAround(rt, hooks, task, lease, stop);
+  if (hooks !== undefined) return runTransportAround(rt, hooks, task, lease, stop);
+  return task.batched
+    ? attemptBatch(rt, task, lease, stop, undefined, undefined)
+    : deliverRow(rt, task, lease, stop).then((result) => [result]);
 }
 
 /**
- * One row's `deliver` call without `aroundDelivery` hooks, the relay's commonest attempt:
- * what {@link attemptTransport} does for it, in an async function of its own with one
- * result and no list. It runs once per row, and the general function's frame (the batch's
- * locals, its loop over the rows' leases) was most of the relay's garbage per event
- * (2 KB of the 5 KB a `deliver` row allocated, bench/experiments/transport-cpu.ts
- * `--heap-profile`). `task` is a non-batched task: its one item.
+ * One row's `deliver` attempt (a non-batched task: its one item): extend its lease if
+ * needed, make the call, and turn its answer into the row's one result. The relay's
+ * commonest attempt, so it is a small async function of its own, apart from
+ * {@link attemptBatch}: the batch's frame (its locals, its loop over the rows' leases, its
+ * list of results) was most of the relay's garbage per event when `deliver` rows ran
+ * through it (2 KB of the 5 KB a row allocated, bench/experiments/transport-cpu.ts
+ * `--heap-profile`). `runTasks` calls it directly when no `aroundDelivery` hook is
+ * registered; the hooks' path passes the attempt and the context it showed them, and
+ * disposes that attempt itself. Disposes the {@link Attempt} it makes.
  */
 export async function deliverRow(
   rt: Runtime,
   task: TransportTask,
   lease: LeaseKeeper,
   stop: AbortSignal | undefined,
+  given?: Attempt,
+  context?: DeliveryContext,
 ): Promise<AttemptResult> {
   const { receiver } = task;
   const { row, event } = task.items[0];
   const extending = lease.beforeStart(row, receiver);
   if (extending) await extending;
-  const attempt = new Attempt(rt, receiver, row, stop);
+  const attempt = given ?? new Attempt(rt, receiver, row, stop);
   let result: DeliveryResult = SENT;
   try {
     await attempt.run(
-      receiver.delivery!.deliver!(event, new AttemptContext(receiver.key, row, attempt)),
+      receiver.delivery!.deliver!(event, context ?? new AttemptContext(receiver.key, row, attempt)),
     );
   } catch (error) {
     result = { status: 'failed', error };
   } finally {
-    attempt.dispose();
+    if (!given) attempt.dispose();
   }
   return verdictOf(rt, task, attempt, row, result, rt.clock());
 }
@@ -95,7 +101,10 @@ async function runTransportAround(
         batched: task.batched,
         items: calls,
       },
-      run: () => attemptTransport(rt, task, lease, stop, attempt, calls),
+      run: () =>
+        task.batched
+          ? attemptBatch(rt, task, lease, stop, attempt, calls)
+          : deliverRow(rt, task, lease, stop, attempt, calls[0].context).then((r) => [r]),
       outcomes: (results) => results.map(deliveryOutcome),
       limitMs: timeoutSeconds(rt, receiver) * 1000,
       setTimeout: (fn, ms) => rt.scheduler.setTimeout(fn, ms),
@@ -112,11 +121,11 @@ async function runTransportAround(
 }
 
 /**
- * The attempt itself: extend the leases if needed, make the call, and turn its answer into
- * one result per row. Disposes the {@link Attempt} it makes (one given by the hooks' path is
- * theirs to dispose, with the contexts they were shown).
+ * One `deliverBatch` attempt: extend the rows' leases if needed, make the call with every
+ * row, and turn its answer into one result per row. Disposes the {@link Attempt} it makes
+ * (one given by the hooks' path is theirs to dispose, with the contexts they were shown).
  */
-async function attemptTransport(
+async function attemptBatch(
   rt: Runtime,
   task: TransportTask,
   lease: LeaseKeeper,
@@ -137,32 +146,22 @@ async function attemptTransport(
   }
   const attempt = given ?? new Attempt(rt, receiver, items[0].row, stop);
   // One result per item; undefined when every item went (a `deliverBatch` that resolved to
-  // nothing, a `deliver` that resolved): no list is built for the common case.
+  // nothing): no list is built for the common case.
   let results: readonly (DeliveryResult | undefined)[] | undefined;
   try {
-    if (task.batched) {
-      const batch: readonly DeliveryItem[] =
-        calls ??
-        items.map((item) => ({
-          event: item.event,
-          context: new AttemptContext(receiver.key, item.row, attempt),
-        }));
-      const answered = await attempt.run(delivery.deliverBatch!(batch, { signal: attempt.signal }));
-      results = answered ?? undefined;
-      if (answered && answered.length !== items.length) {
-        const error = new TypeError(
-          `${receiver.key}: deliverBatch resolved to ${answered.length} results for ${items.length} items; it must resolve to one per item (or to nothing when all went)`,
-        );
-        results = items.map(() => ({ status: 'failed', error }));
-      }
-    } else {
-      await attempt.run(
-        delivery.deliver!(
-          items[0].event,
-          calls ? calls[0].context : new AttemptContext(receiver.key, items[0].row, attempt),
-        ),
+    const batch: readonly DeliveryItem[] =
+      calls ??
+      items.map((item) => ({
+        event: item.event,
+        context: new AttemptContext(receiver.key, item.row, attempt),
+      }));
+    const answered = await attempt.run(delivery.deliverBatch!(batch, { signal: attempt.signal }));
+    results = answered ?? undefined;
+    if (answered && answered.length !== items.length) {
+      const error = new TypeError(
+        `${receiver.key}: deliverBatch resolved to ${answered.length} results for ${items.length} items; it must resolve to one per item (or to nothing when all went)`,
       );
-      results = undefined;
+      results = items.map(() => ({ status: 'failed', error }));
     }
   } catch (error) {
     results = items.map(() => ({ status: 'failed', error }));

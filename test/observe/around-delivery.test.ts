@@ -189,6 +189,40 @@ describeEachDialect('aroundDelivery', (dialect) => {
     expect(rows[0]).toMatchObject({ status: 'succeeded', attempts: 2 });
   });
 
+  it('the hook is shown the very contexts the transport is handed, by deliver and by deliverBatch', async () => {
+    const handed: unknown[] = [];
+    const shown: unknown[] = [];
+    const config = defineOutbox({
+      events: { 'bus.Note': Note },
+      receivers: {
+        'bus.send': receiver(Note, {
+          deliver: async (_e, ctx) => {
+            handed.push(ctx);
+          },
+        }),
+        'bus.kafka': receiver(Note, {
+          deliver: {
+            deliverBatch: async (items) => {
+              for (const item of items) handed.push(item.context);
+              return undefined;
+            },
+          },
+        }),
+      },
+    });
+    const outbox = await open(config, async (attempt, next) => {
+      for (const item of attempt.items) shown.push(item.context);
+      return next();
+    });
+    await outbox.fire('bus.Note', { n: 1 });
+
+    await drainOutbox(outbox);
+
+    expect(handed).toHaveLength(2);
+    expect(shown).toHaveLength(2);
+    for (const context of handed) expect(shown).toContain(context);
+  });
+
   it('a batching transport is wrapped once per deliverBatch call, with every item and one outcome per item', async () => {
     const config = defineOutbox({
       events: { 'bus.Note': Note },

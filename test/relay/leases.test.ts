@@ -217,18 +217,29 @@ describeEachDialect('relay: leases and compare-and-set', (dialect) => {
     expect(await a.rt.store.release([a.rows[0].id], a.token, T0)).toBe(0);
   });
 
-  it("a row is extended to its own receiver's longer lease before it starts, though the claim stamps the outbox's", async () => {
+  it.each([
+    {
+      kind: 'handler',
+      name: "a row is extended to its own receiver's longer lease before it starts, though the claim stamps the outbox's",
+    },
+    {
+      kind: 'deliver',
+      name: "a transport's row is extended to its receiver's longer lease before its deliver starts, as a handler's is",
+    },
+  ] as const)('$name', async ({ kind }) => {
     const leases: (Date | null)[] = [];
+    // The row's lease as the receiver sees it when it starts.
+    const seeLease = async (deliveryId: string | null) => {
+      const rows = await runtimeOf(outbox).store.readDeliveries({});
+      leases.push(rows.find((r) => r.id === deliveryId)!.leaseUntil);
+    };
     const config = defineOutbox({
       events: { 'jobs.Job': Job },
       receivers: {
-        'jobs.report': receiver(Job, {
-          leaseSeconds: 600,
-          handle: async (_e, ctx) => {
-            const rows = await runtimeOf(outbox).store.readDeliveries({});
-            leases.push(rows.find((r) => r.id === ctx.deliveryId)!.leaseUntil);
-          },
-        }),
+        'jobs.report':
+          kind === 'handler'
+            ? receiver(Job, { leaseSeconds: 600, handle: (_e, ctx) => seeLease(ctx.deliveryId) })
+            : receiver(Job, { leaseSeconds: 600, deliver: (_e, ctx) => seeLease(ctx.deliveryId) }),
       },
       settings: { leaseSeconds: 60 },
     });
@@ -237,31 +248,6 @@ describeEachDialect('relay: leases and compare-and-set', (dialect) => {
     await outbox.runRelay({ passes: 1, sleep: shortSleep() });
     expect(leases).toEqual([after(600_000)]);
     expect((await rowsOf(outbox, 'jobs.report'))[0]).toMatchObject({
-      status: 'succeeded',
-      leaseUntil: null,
-    });
-  });
-
-  it("a transport's row is extended to its receiver's longer lease before its deliver starts, as a handler's is", async () => {
-    const leases: (Date | null)[] = [];
-    const config = defineOutbox({
-      events: { 'jobs.Job': Job },
-      receivers: {
-        'jobs.export': receiver(Job, {
-          leaseSeconds: 600,
-          deliver: async (_e, ctx) => {
-            const rows = await runtimeOf(outbox).store.readDeliveries({});
-            leases.push(rows.find((r) => r.id === ctx.deliveryId)!.leaseUntil);
-          },
-        }),
-      },
-      settings: { leaseSeconds: 60 },
-    });
-    const outbox = await openOutbox(db, config, { clock: testClock().now });
-    await outbox.fire('jobs.Job', { n: 1 });
-    await outbox.runRelay({ passes: 1, sleep: shortSleep() });
-    expect(leases).toEqual([after(600_000)]);
-    expect((await rowsOf(outbox, 'jobs.export'))[0]).toMatchObject({
       status: 'succeeded',
       leaseUntil: null,
     });
