@@ -3,6 +3,7 @@
  * producers): sending protocol messages, coalescing progress and probe messages to one per
  * event-loop turn (so IPC does not slow a fast run down), and waiting for `go` / `stop`.
  */
+import { PerformanceObserver, performance } from 'node:perf_hooks';
 import type { ChildMessage, ParentMessage } from './protocol.js';
 
 export function send(message: ChildMessage): void {
@@ -61,6 +62,22 @@ export function probeReporter(ack = false): {
 
 let cpuAtGo: NodeJS.CpuUsage | undefined;
 let cpuAtStop: NodeJS.CpuUsage | undefined;
+/** Garbage collection pauses from `go` to `stop` (ms, every kind), and how many. */
+const gc = { ms: 0, count: 0, majorMs: 0, stopAt: Number.POSITIVE_INFINITY };
+
+function watchGc(): void {
+  new PerformanceObserver((list) => {
+    for (const entry of list.getEntries()) {
+      // Entries come a turn or more late: those that began after `stop` are left out.
+      if (entry.startTime > gc.stopAt) continue;
+      gc.ms += entry.duration;
+      gc.count += 1;
+      // NODE_PERFORMANCE_GC_MAJOR (mark-compact) is kind 4.
+      if ((entry as { detail?: { kind?: number } }).detail?.kind === 4)
+        gc.majorMs += entry.duration;
+    }
+  }).observe({ entryTypes: ['gc'] });
+}
 
 /**
  * This process's CPU (user + system, µs) from `go` to `stop`, the timed part and the few
@@ -70,6 +87,21 @@ let cpuAtStop: NodeJS.CpuUsage | undefined;
 export function cpuGoToStopUs(): number | undefined {
   if (!cpuAtGo || !cpuAtStop) return undefined;
   return cpuAtStop.user - cpuAtGo.user + (cpuAtStop.system - cpuAtGo.system);
+}
+
+/**
+ * This process's garbage collection from `go` to `stop`: the pauses' total (ms), their
+ * number and the major (mark-compact) ones' total; undefined before both came. Part of
+ * {@link cpuGoToStopUs} (a pause is CPU of the main thread), told apart to see whether a
+ * drain's client CPU is its code or its garbage.
+ */
+export function gcGoToStop(): { ms: number; count: number; majorMs: number } | undefined {
+  if (!cpuAtGo || !cpuAtStop) return undefined;
+  return { ms: round1(gc.ms), count: gc.count, majorMs: round1(gc.majorMs) };
+}
+
+function round1(ms: number): number {
+  return Math.round(ms * 10) / 10;
 }
 
 /**
@@ -85,10 +117,14 @@ export function parentOrders(): {
     process.on('message', (message: ParentMessage) => {
       if (message.type === 'go') {
         cpuAtGo = process.cpuUsage();
+        watchGc();
         resolve(message);
       }
       if (message.type === 'stop') {
-        cpuAtStop ??= process.cpuUsage();
+        if (!cpuAtStop) {
+          cpuAtStop = process.cpuUsage();
+          gc.stopAt = performance.now();
+        }
         stop.abort();
         resolve(undefined);
       }

@@ -135,7 +135,7 @@ export async function benchDrain(o: DrainOptions): Promise<Record<string, unknow
       tracker,
       `${o.kind} x${o.relays}`,
     );
-    const clientCpuUs = reports.reduce((a, r) => a + (r.report.cpuUs ?? Number.NaN), 0);
+    const clientCpuUs = sum(reports, 'cpuUs');
     const counts = await outbox.countDeliveries();
     await outbox.close();
     if (counts.succeeded !== rows) {
@@ -163,6 +163,9 @@ export async function benchDrain(o: DrainOptions): Promise<Record<string, unknow
       // sum per event sets the rate.
       clientCpuUsPerEvent: round(clientCpuUs / o.events, 2),
       postgresCpuUsPerEvent: round((postgresCpuSeconds * 1e6) / o.events, 2),
+      // The relay processes' garbage collection pauses from go to stop (part of their CPU).
+      clientGcUsPerEvent: round((sum(reports, 'gcMs') * 1000) / o.events, 2),
+      clientMajorGcMs: reports.map((r) => r.report.gcMajorMs ?? Number.NaN),
       seedSeconds: round(seedSeconds, 2),
       settleSeconds: round(settleSeconds, 2),
       ...(warmupEvents > 0 ? { warmupEventsPerProcess: warmupEvents } : {}),
@@ -264,4 +267,9 @@ export async function timeDrain(
   } finally {
     clearTimeout(timer);
   }
+}
+
+/** The children's reports' `key`, summed (NaN when one did not say). */
+function sum(reports: readonly { report: Record<string, number> }[], key: string): number {
+  return reports.reduce((a, r) => a + (r.report[key] ?? Number.NaN), 0);
 }

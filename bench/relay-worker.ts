@@ -10,6 +10,7 @@
 import { createOutbox, silentLogger } from '../src/index.js';
 import {
   cpuGoToStopUs,
+  gcGoToStop,
   parentOrders,
   probeReporter,
   progressReporter,
@@ -100,9 +101,14 @@ async function main(): Promise<void> {
   starts.flush();
   acks.flush();
   const cpuUs = cpuGoToStopUs();
+  const gc = gcGoToStop();
   send({
     type: 'done',
-    report: { ...report, ...(cpuUs === undefined ? {} : { cpuUs }) },
+    report: {
+      ...report,
+      ...(cpuUs === undefined ? {} : { cpuUs }),
+      ...(gc === undefined ? {} : { gcMs: gc.ms, gcCount: gc.count, gcMajorMs: gc.majorMs }),
+    },
     delivered: progress.delivered,
   });
   await outbox.close();

@@ -121,11 +121,13 @@ export async function startWorkers<T extends { readonly workerId: string }>(
 
 /** `OUTBOX_BENCH_CPU_PROF=dir` writes a V8 CPU profile of each child process there. */
 function relayExecArgv(name: string, index: number): string[] {
+  const extra = (process.env.OUTBOX_BENCH_NODE_ARGS ?? '').split(' ').filter(Boolean);
   const dir = process.env.OUTBOX_BENCH_CPU_PROF;
-  if (!dir) return [];
+  if (!dir) return extra;
   return [
     '--cpu-prof',
     `--cpu-prof-dir=${dir}`,
     `--cpu-prof-name=${name}-${index + 1}-${Date.now()}.cpuprofile`,
+    ...extra,
   ];
 }

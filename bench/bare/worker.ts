@@ -18,6 +18,7 @@
 import type { ClientBase } from 'pg';
 import {
   cpuGoToStopUs,
+  gcGoToStop,
   parentOrders,
   probeReporter,
   progressReporter,
@@ -104,9 +105,14 @@ async function main(): Promise<void> {
     }
   } finally {
     const cpuUs = cpuGoToStopUs();
+    const gc = gcGoToStop();
     send({
       type: 'done',
-      report: { passes: claims, ...(cpuUs === undefined ? {} : { cpuUs }) },
+      report: {
+        passes: claims,
+        ...(cpuUs === undefined ? {} : { cpuUs }),
+        ...(gc === undefined ? {} : { gcMs: gc.ms, gcCount: gc.count, gcMajorMs: gc.majorMs }),
+      },
       delivered: progress.delivered,
     });
     await Promise.all(clients.map((c) => c.end().catch(() => {})));

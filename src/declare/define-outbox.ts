@@ -702,16 +702,30 @@ function resolveEventRef(
   );
 }
 
+/**
+ * A receiver's `deliver` as an {@link OutboxDelivery}: a function is its `deliver`. The
+ * relay ignores what it resolves to, so its promise is handed on as it is, not re-awaited
+ * in an async wrapper (a promise and a suspended frame per delivery on the relay's hot
+ * path); a function that returns no promise gets a resolved one, so a plain function
+ * works too.
+ */
 function normaliseDelivery(deliver: unknown, key: string): OutboxDelivery {
   if (typeof deliver === 'function') {
-    const send = deliver as (event: unknown, context: unknown) => Promise<unknown>;
+    const send = deliver as (event: unknown, context: unknown) => unknown;
     return {
       name: send.name || key,
-      deliver: async (event, context) => void (await send(event, context)),
+      deliver: (event, context) => {
+        const sent = send(event, context);
+        return typeof (sent as PromiseLike<unknown> | null)?.then === 'function'
+          ? (sent as Promise<void>)
+          : RESOLVED;
+      },
     };
   }
   return deliver as OutboxDelivery;
 }
+
+const RESOLVED: Promise<void> = Promise.resolve();
 
 function stripUndefined<T extends object>(value: T): Partial<T> {
   return Object.fromEntries(Object.entries(value).filter(([, v]) => v !== undefined)) as Partial<T>;

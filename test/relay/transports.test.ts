@@ -137,6 +137,35 @@ describeEachDialect('relay: transports', (dialect) => {
     });
   });
 
+  it('a plain function that is not async is a transport too: what it returns is sent, what it throws fails the attempt', async () => {
+    const sent: number[] = [];
+    const config = defineOutbox({
+      events: { 'bus.Note': Note },
+      receivers: {
+        'bus.sync': receiver('bus.Note', {
+          // Declared as a plain function (no promise): the relay must not need one.
+          deliver: ((e: OutboxEvent) => {
+            if (n(e) === 2) throw new Error('refused at once');
+            sent.push(n(e));
+          }) as unknown as (e: OutboxEvent) => Promise<void>,
+        }),
+      },
+      settings: { backoff: { baseSeconds: 10, capSeconds: 10 } },
+    });
+    const outbox = await openOutbox(db, config);
+    for (const i of [1, 2, 3]) await outbox.fire('bus.Note', { n: i });
+    const report = await outbox.runRelay({ passes: 1, sleep: shortSleep() });
+    expect(report).toMatchObject({ succeeded: 2, failed: 1 });
+    expect(sent).toEqual([1, 3]);
+    expect(
+      (await rowsOf(outbox, 'bus.sync')).map((r) => [r.status, r.attempts, r.lastError]),
+    ).toEqual([
+      ['succeeded', 1, null],
+      ['failed', 1, 'Error: refused at once'],
+      ['succeeded', 1, null],
+    ]);
+  });
+
   it('an OutboxDelivery with deliver() sends outside any transaction and is given the delivery context', async () => {
     const contexts: DeliveryContext[] = [];
     const config = defineOutbox({
