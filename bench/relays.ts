@@ -5,6 +5,7 @@
  */
 import { type ChildProcess, fork } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
+import { compiledScript } from './build.js';
 import type { ChildMessage, ParentMessage, RelayWorkerOptions } from './protocol.js';
 
 /** The relay process (`relay-worker.ts`) `startRelays` forks, and the drains' own options. */
@@ -40,7 +41,8 @@ export function startRelays(
 }
 
 /**
- * Fork `count` processes of `script` (a .ts file, run through tsx), each with the options
+ * Fork `count` processes of `script` (a .ts file: its tsc build when bench/build.ts made
+ * one, else the source through tsx), each with the options
  * `optionsOf(workerId, index)` as its one JSON argument, and wait until every one is
  * `ready`. `onMessage` sees every other message.
  */
@@ -51,13 +53,15 @@ export async function startWorkers<T extends { readonly workerId: string }>(
   onMessage: (message: ChildMessage, index: number) => void,
   name = 'bench-relay',
 ): Promise<RelayGroup> {
+  // What tsc built of it (bench/build.ts), else the source through tsx.
+  const compiled = compiledScript(script);
   const children: ChildProcess[] = [];
   const relays: RelayProcess[] = [];
   const readies: Promise<void>[] = [];
   for (let i = 0; i < count; i++) {
     const workerId = `${name}-${i + 1}`;
-    const child = fork(script, [JSON.stringify(optionsOf(workerId, i))], {
-      execArgv: ['--import', 'tsx', ...relayExecArgv(name, i)],
+    const child = fork(compiled ?? script, [JSON.stringify(optionsOf(workerId, i))], {
+      execArgv: [...(compiled ? [] : ['--import', 'tsx']), ...relayExecArgv(name, i)],
       stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
     });
     children.push(child);
@@ -119,7 +123,11 @@ export async function startWorkers<T extends { readonly workerId: string }>(
   };
 }
 
-/** `OUTBOX_BENCH_CPU_PROF=dir` writes a V8 CPU profile of each child process there. */
+/**
+ * `OUTBOX_BENCH_CPU_PROF=dir` writes a V8 CPU profile of each child process there;
+ * `OUTBOX_BENCH_NODE_ARGS` adds node flags to every child (`--trace-gc`,
+ * `--max-semi-space-size=64`: experiments on the children's runtime).
+ */
 function relayExecArgv(name: string, index: number): string[] {
   const extra = (process.env.OUTBOX_BENCH_NODE_ARGS ?? '').split(' ').filter(Boolean);
   const dir = process.env.OUTBOX_BENCH_CPU_PROF;

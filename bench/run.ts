@@ -18,6 +18,7 @@
  */
 import { cpus } from 'node:os';
 import { parseArgs } from 'node:util';
+import { buildChildren } from './build.js';
 import { benchClaimPrune } from './claim-prune.js';
 import { emit, isReceiverKind, note, openSequelize, wholeNumberOption } from './common.js';
 import { compareMain } from './compare.js';
@@ -205,6 +206,7 @@ async function environment(): Promise<void> {
 }
 
 const compare = process.argv.includes('--compare');
+buildChildren();
 (compare ? compareMain(process.argv.slice(2).filter((a) => a !== '--compare')) : main()).catch(
   (error: unknown) => {
     process.stderr.write(`bench failed: ${error instanceof Error ? error.stack : String(error)}\n`);

@@ -3,8 +3,9 @@ import type { ResolvedReceiver } from '../declare/define-outbox.js';
 import type { DeliveryContext } from '../declare/types.js';
 import { DeliveryTimeout, PayloadUpgradeFailed } from '../errors/outbox-error.js';
 import { NotYet, PermanentFailure, RetryAfter } from '../errors/signals.js';
-import type { Runtime } from '../runtime.js';
+import { type Runtime, realScheduler, type TimerHandle } from '../runtime.js';
 import type { ClaimedDelivery, Outcome } from '../storage/store.js';
+import { DeadlineEntry, endDeadline, startDeadline } from './attempt-deadlines.js';
 import { backoffSeconds } from './backoff.js';
 
 /** The longest error text stored in `last_error`. */
@@ -217,11 +218,12 @@ export function timeoutSeconds(rt: Runtime, receiver: ResolvedReceiver): number 
  * signal, so the controller and the stop listener are made only when `signal` is first
  * read, and the timeout error only when the limit runs out.
  */
-export class Attempt {
+export class Attempt extends DeadlineEntry {
   #controller: AbortController | undefined;
-  readonly #timer: { cancel(): void };
-  /** Rejects the promise `run` returned, once the limit runs out. */
-  #reject: ((error: unknown) => void) | undefined;
+  /** The limit's timer on an injected scheduler; on the real one the limit is a deadline. */
+  readonly #timer: TimerHandle | undefined;
+  /** Told the timeout once the limit runs out: `run`'s reject, or `onExpire`'s callback. */
+  #reject: ((timeout: DeliveryTimeout) => void) | undefined;
   readonly #stop: AbortSignal | undefined;
   #onStop: (() => void) | undefined;
   #timeout: DeliveryTimeout | undefined;
@@ -231,14 +233,18 @@ export class Attempt {
   readonly #seconds: number;
 
   constructor(rt: Runtime, receiver: ResolvedReceiver, row: ClaimedDelivery, stop?: AbortSignal) {
+    super();
     this.#receiverKey = receiver.key;
     this.#deliveryId = row.id;
     this.#seconds = timeoutSeconds(rt, receiver);
     this.#stop = stop;
-    this.#timer = rt.scheduler.setTimeout(() => this.#expire(), this.#seconds * 1000);
+    // On Node's timers, one timer per limit for every attempt (attempt-deadlines.ts); an
+    // injected scheduler (a test's clock) times each attempt itself.
+    if (rt.scheduler === realScheduler) startDeadline(this, this.#seconds * 1000);
+    else this.#timer = rt.scheduler.setTimeout(() => this.expire(), this.#seconds * 1000);
   }
 
-  #expire(): void {
+  protected override expire(): void {
     this.#timeout = new DeliveryTimeout({
       deliveryId: this.#deliveryId,
       receiverKey: this.#receiverKey,
@@ -280,6 +286,15 @@ export class Attempt {
     return controller.signal;
   }
 
+  /**
+   * Call `fail` with the {@link DeliveryTimeout} once the limit runs out (at once if it
+   * has): the callback form of {@link run}, for a caller that settles a promise of its own.
+   */
+  onExpire(fail: (timeout: DeliveryTimeout) => void): void {
+    if (this.#timeout) fail(this.#timeout);
+    else this.#reject = fail;
+  }
+
   /** Await `work`, or reject with the {@link DeliveryTimeout} once the limit runs out. */
   run<T>(work: Promise<T>): Promise<T> {
     if (this.#timeout) return Promise.reject(this.#timeout);
@@ -290,7 +305,8 @@ export class Attempt {
   }
 
   dispose(): void {
-    this.#timer.cancel();
+    if (this.#timer) this.#timer.cancel();
+    else endDeadline(this);
     if (this.#onStop) this.#stop?.removeEventListener('abort', this.#onStop);
   }
 }

@@ -43,15 +43,15 @@ export function runTransport(
 /**
  * One row's `deliver` attempt (a non-batched task: its one item): extend its lease if
  * needed, make the call, and turn its answer into the row's one result. The relay's
- * commonest attempt, so it is a small async function of its own, apart from
- * {@link attemptBatch}: the batch's frame (its locals, its loop over the rows' leases, its
- * list of results) was most of the relay's garbage per event when `deliver` rows ran
- * through it (2 KB of the 5 KB a row allocated, bench/experiments/transport-cpu.ts
+ * commonest attempt, so it is lean, apart from {@link attemptBatch}: no async function
+ * and no promise around the call's own, only the one promise it returns, settled once by
+ * the call or by the time limit, whichever comes first (async frames and promise
+ * wrappers were most of a `deliver` row's garbage: bench/experiments/transport-cpu.ts
  * `--heap-profile`). `runTasks` calls it directly when no `aroundDelivery` hook is
  * registered; the hooks' path passes the attempt and the context it showed them, and
  * disposes that attempt itself. Disposes the {@link Attempt} it makes.
  */
-export async function deliverRow(
+export function deliverRow(
   rt: Runtime,
   task: TransportTask,
   lease: LeaseKeeper,
@@ -59,22 +59,51 @@ export async function deliverRow(
   given?: Attempt,
   context?: DeliveryContext,
 ): Promise<AttemptResult> {
+  const extending = lease.beforeStart(task.items[0].row, task.receiver);
+  return extending
+    ? extending.then(() => sendRow(rt, task, stop, given, context))
+    : sendRow(rt, task, stop, given, context);
+}
+
+/** {@link deliverRow}'s call, its lease in hand. */
+function sendRow(
+  rt: Runtime,
+  task: TransportTask,
+  stop: AbortSignal | undefined,
+  given: Attempt | undefined,
+  context: DeliveryContext | undefined,
+): Promise<AttemptResult> {
   const { receiver } = task;
   const { row, event } = task.items[0];
-  const extending = lease.beforeStart(row, receiver);
-  if (extending) await extending;
   const attempt = given ?? new Attempt(rt, receiver, row, stop);
-  let result: DeliveryResult = SENT;
-  try {
-    await attempt.run(
-      receiver.delivery!.deliver!(event, context ?? new AttemptContext(receiver.key, row, attempt)),
-    );
-  } catch (error) {
-    result = { status: 'failed', error };
-  } finally {
-    if (!given) attempt.dispose();
-  }
-  return verdictOf(rt, task, attempt, row, result, rt.clock());
+  return new Promise<AttemptResult>((resolve, reject) => {
+    let ended = false;
+    const end = (result: DeliveryResult) => {
+      if (ended) return;
+      ended = true;
+      if (!given) attempt.dispose();
+      try {
+        resolve(verdictOf(rt, task, attempt, row, result, rt.clock()));
+      } catch (error) {
+        reject(error); // a fault of the relay's own: runTasks hands the row back
+      }
+    };
+    const fail = (error: unknown) => end({ status: 'failed', error });
+    // The limit: once it runs out the attempt fails as a DeliveryTimeout, whatever the
+    // call does later (at once, when the hooks before it used it all up).
+    attempt.onExpire(fail);
+    let sent: PromiseLike<unknown>;
+    try {
+      sent = receiver.delivery!.deliver!(
+        event,
+        context ?? new AttemptContext(receiver.key, row, attempt),
+      );
+    } catch (error) {
+      fail(error);
+      return;
+    }
+    sent.then(() => end(SENT), fail);
+  });
 }
 
 /** {@link runTransport} under the outbox's `aroundDelivery` hooks. */
