@@ -9,11 +9,18 @@ import { runInNewContext } from 'node:vm';
 import type { ChildMessage, ParentMessage } from './protocol.js';
 
 export function send(message: ChildMessage): void {
-  if (message.type === 'ready' && process.env.OUTBOX_BENCH_SETTLE_HEAP === '1') settleHeap();
+  if (message.type === 'ready' && process.env.OUTBOX_BENCH_SETTLE_HEAP !== '0') settleHeap();
   process.send?.(message);
 }
 
-/** A full garbage collection, so the timed part does not pay for the start-up's garbage. */
+/**
+ * A full garbage collection before a child says `ready`, in every child of every system:
+ * the heap's counterpart of the database's VACUUM + CHECKPOINT before a timed run (pg.ts
+ * `settle`). Without it, whether a child's first mark-compact of its start-up's and
+ * warm-up's garbage (20-100 ms on this machine) fell inside the timed part or before it
+ * depended on how much its start-up allocated (more on tsx than on tsc's build), and moved
+ * a 4-process drain by several percent either way. `OUTBOX_BENCH_SETTLE_HEAP=0` skips it.
+ */
 function settleHeap(): void {
   setFlagsFromString('--expose-gc');
   (runInNewContext('gc') as () => void)();
