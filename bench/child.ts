@@ -111,9 +111,24 @@ export function cpuGoToStopUs(): number | undefined {
  * {@link cpuGoToStopUs} (a pause is CPU of the main thread), told apart to see whether a
  * drain's client CPU is its code or its garbage.
  */
-export function gcGoToStop(): { ms: number; count: number; majorMs: number } | undefined {
+function gcGoToStop(): { ms: number; count: number; majorMs: number } | undefined {
   if (!cpuAtGo || !cpuAtStop) return undefined;
   return { ms: round1(gc.ms), count: gc.count, majorMs: round1(gc.majorMs) };
+}
+
+/**
+ * What a drain's child adds to its `done` report: `cpuUs` ({@link cpuGoToStopUs}) and
+ * `gcMs`, `gcCount`, `gcMajorMs` ({@link gcGoToStop}), each only once `go` and `stop` came.
+ */
+export function cpuReport(): Record<string, number> {
+  const cpuUs = cpuGoToStopUs();
+  const pauses = gcGoToStop();
+  return {
+    ...(cpuUs === undefined ? {} : { cpuUs }),
+    ...(pauses === undefined
+      ? {}
+      : { gcMs: pauses.ms, gcCount: pauses.count, gcMajorMs: pauses.majorMs }),
+  };
 }
 
 function round1(ms: number): number {

@@ -9,8 +9,7 @@
  */
 import { createOutbox, silentLogger } from '../src/index.js';
 import {
-  cpuGoToStopUs,
-  gcGoToStop,
+  cpuReport,
   parentOrders,
   probeReporter,
   progressReporter,
@@ -100,15 +99,9 @@ async function main(): Promise<void> {
   const report = await running;
   starts.flush();
   acks.flush();
-  const cpuUs = cpuGoToStopUs();
-  const gc = gcGoToStop();
   send({
     type: 'done',
-    report: {
-      ...report,
-      ...(cpuUs === undefined ? {} : { cpuUs }),
-      ...(gc === undefined ? {} : { gcMs: gc.ms, gcCount: gc.count, gcMajorMs: gc.majorMs }),
-    },
+    report: { ...report, ...cpuReport() },
     delivered: progress.delivered,
   });
   await outbox.close();

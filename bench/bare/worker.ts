@@ -17,8 +17,7 @@
  */
 import type { ClientBase } from 'pg';
 import {
-  cpuGoToStopUs,
-  gcGoToStop,
+  cpuReport,
   parentOrders,
   probeReporter,
   progressReporter,
@@ -104,15 +103,9 @@ async function main(): Promise<void> {
       await latencyLoop(o, claim, mark, clients, stopped);
     }
   } finally {
-    const cpuUs = cpuGoToStopUs();
-    const gc = gcGoToStop();
     send({
       type: 'done',
-      report: {
-        passes: claims,
-        ...(cpuUs === undefined ? {} : { cpuUs }),
-        ...(gc === undefined ? {} : { gcMs: gc.ms, gcCount: gc.count, gcMajorMs: gc.majorMs }),
-      },
+      report: { passes: claims, ...cpuReport() },
       delivered: progress.delivered,
     });
     await Promise.all(clients.map((c) => c.end().catch(() => {})));

@@ -25,12 +25,8 @@ export abstract class DeadlineEntry {
   deadlinePrev: DeadlineEntry | undefined = undefined;
   /** @internal */
   deadlineNext: DeadlineEntry | undefined = undefined;
-  /** The limit ran out (called at most once, then the entry is out of its list). */
-  protected abstract expire(): void;
-  /** @internal {@link expire}, for the list. */
-  runExpire(): void {
-    this.expire();
-  }
+  /** @internal The limit ran out (called at most once, the entry already out of its list). */
+  abstract expire(): void;
 }
 
 /** The entries waiting `ms`, earliest deadline first, and the one timer armed for them. */
@@ -79,7 +75,7 @@ class DeadlineList {
       const due = this.#head;
       this.remove(due);
       try {
-        due.runExpire();
+        due.expire();
       } catch {
         // An expiry never throws (it settles its attempt); the list stays whole if it did.
       }

@@ -244,7 +244,8 @@ export class Attempt extends DeadlineEntry {
     else this.#timer = rt.scheduler.setTimeout(() => this.expire(), this.#seconds * 1000);
   }
 
-  protected override expire(): void {
+  /** @internal The limit ran out: the signal fires with a {@link DeliveryTimeout}, `run` rejects. */
+  override expire(): void {
     this.#timeout = new DeliveryTimeout({
       deliveryId: this.#deliveryId,
       receiverKey: this.#receiverKey,

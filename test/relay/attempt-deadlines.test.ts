@@ -12,7 +12,7 @@ class Entry extends DeadlineEntry {
   ) {
     super();
   }
-  protected override expire(): void {
+  override expire(): void {
     this.expiredAt = performance.now();
     this.log.push(this.name);
   }
