@@ -341,6 +341,7 @@ export function createOutbox<C extends OutboxConfig>(
     );
   }
   const events = new SafeEmitter(logger);
+  const clock = options.clock;
   const runtime: Runtime = {
     config,
     sequelize,
@@ -348,7 +349,8 @@ export function createOutbox<C extends OutboxConfig>(
     wakeup,
     logger,
     events,
-    clock: options.clock ?? (() => new Date()),
+    clock: clock ?? (() => new Date()),
+    nowMs: clock ? () => clock().getTime() : Date.now,
     scheduler: options.scheduler ?? realScheduler,
     jitter: options.jitter ?? Math.random,
     processId: newProcessId(),

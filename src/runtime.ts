@@ -123,6 +123,12 @@ export interface Runtime {
   readonly events: SafeEmitter;
   /** The real clock: when rows are recorded and attempts run. */
   readonly clock: () => Date;
+  /**
+   * The same clock in epoch milliseconds, without a `Date`: what the relay's per-row reads
+   * use (a `Date` is ~100 B of garbage, and a `deliver` row read the clock twice).
+   * `Date.now` on the real clock; `clock().getTime()` on an injected one.
+   */
+  readonly nowMs: () => number;
   /** Every timer goes through it, so tests move time (see {@link Scheduler}). */
   readonly scheduler: Scheduler;
   /** A value in [0, 1) for the backoff's full jitter. */

@@ -59,7 +59,7 @@ export class LeaseKeeper {
   ): Promise<void> | undefined {
     if (!this.#open.has(row.id)) return undefined;
     const seconds = receiverLeaseSeconds(this.#rt.config, receiver);
-    const wanted = (nowMs ?? this.#rt.clock().getTime()) + seconds * 1000;
+    const wanted = (nowMs ?? this.#rt.nowMs()) + seconds * 1000;
     const held = this.#own.get(row.id)?.until ?? this.#claimUntil;
     if (held >= wanted) return undefined; // the hot path
     const own = { seconds, until: held };

@@ -204,8 +204,8 @@ async function attemptBatch(
   return verdicts;
 }
 
-/** What one item's result records. */
-function verdictOf(
+/** What one item's result records (also the lean `deliver` row's, in run-tasks.ts). */
+export function verdictOf(
   rt: Runtime,
   { receiver }: TransportTask,
   attempt: Attempt,
@@ -234,7 +234,8 @@ function verdictOf(
   };
 }
 
-const SENT: DeliveryResult = { status: 'sent' };
+/** The result of a call that went (one shared object: the common case builds nothing). */
+export const SENT: DeliveryResult = { status: 'sent' };
 
 function messageOf(error: unknown): string | undefined {
   return error instanceof Error ? error.message : error === undefined ? undefined : String(error);

@@ -222,6 +222,52 @@ describeEachDialect('relay: transports', (dialect) => {
     });
   });
 
+  it("a hung send's limit frees its worker: the batch's other rows go while the call still hangs, and its late return records nothing more", async () => {
+    const hang = gate();
+    const sent: number[] = [];
+    let lateReturns = 0;
+    const config = defineOutbox({
+      events: { 'bus.Note': Note },
+      receivers: {
+        'bus.mixed': receiver(Note, {
+          deliver: async (e) => {
+            if (n(e) === 1) {
+              await hang.promise;
+              lateReturns++;
+              return;
+            }
+            sent.push(n(e));
+          },
+          timeoutSeconds: 0.05,
+        }),
+      },
+      settings: { backoff: { baseSeconds: 8, capSeconds: 8 } },
+    });
+    const clock = testClock();
+    const outbox = await openOutbox(db, config, { clock: clock.now });
+    for (const n of [1, 2, 3]) await outbox.fire('bus.Note', { n });
+    let report: Awaited<ReturnType<typeof outbox.runRelay>>;
+    try {
+      // One worker: the rows after the hung one can only go once its limit frees the place.
+      report = await outbox.runRelay({ passes: 1, concurrency: 1, sleep: shortSleep() });
+      expect(lateReturns).toBe(0);
+    } finally {
+      hang.open();
+    }
+    await new Promise((r) => setTimeout(r, 20));
+    expect(lateReturns).toBe(1);
+    expect(sent).toEqual([2, 3]);
+    expect(report.succeeded).toBe(2);
+    expect(report.failed).toBe(1);
+    const rows = await rowsOf(outbox, 'bus.mixed');
+    expect(rows.map((r) => [r.status, r.attempts])).toEqual([
+      ['failed', 1],
+      ['succeeded', 1],
+      ['succeeded', 1],
+    ]);
+    expect(rows[0].lastError).toBe('DeliveryTimeout: receiver bus.mixed timed out after 0.05s');
+  });
+
   it('a handler that takes longer than its timeout fails the attempt and its writes roll back', async () => {
     const table = await createReceivedTable(db, 'received_timeout');
     const hang = gate();
