@@ -105,6 +105,12 @@ export function cpuGoToStopUs(): number | undefined {
   return cpuAtStop.user - cpuAtGo.user + (cpuAtStop.system - cpuAtGo.system);
 }
 
+/** The kernel's part of {@link cpuGoToStopUs} (system calls: socket reads and writes). */
+function sysGoToStopUs(): number | undefined {
+  if (!cpuAtGo || !cpuAtStop) return undefined;
+  return cpuAtStop.system - cpuAtGo.system;
+}
+
 /**
  * This process's garbage collection from `go` to `stop`: the pauses' total (ms), their
  * number and the major (mark-compact) ones' total; undefined before both came. Part of
@@ -117,14 +123,17 @@ function gcGoToStop(): { ms: number; count: number; majorMs: number } | undefine
 }
 
 /**
- * What a drain's child adds to its `done` report: `cpuUs` ({@link cpuGoToStopUs}) and
+ * What a drain's child adds to its `done` report: `cpuUs` ({@link cpuGoToStopUs}), its
+ * kernel part `sysUs`, and
  * `gcMs`, `gcCount`, `gcMajorMs` ({@link gcGoToStop}), each only once `go` and `stop` came.
  */
 export function cpuReport(): Record<string, number> {
   const cpuUs = cpuGoToStopUs();
+  const sysUs = sysGoToStopUs();
   const pauses = gcGoToStop();
   return {
     ...(cpuUs === undefined ? {} : { cpuUs }),
+    ...(sysUs === undefined ? {} : { sysUs }),
     ...(pauses === undefined
       ? {}
       : { gcMs: pauses.ms, gcCount: pauses.count, gcMajorMs: pauses.majorMs }),

@@ -25,7 +25,7 @@ import {
   rowsPerEvent,
   sleep,
 } from './common.js';
-import { cpuNow } from './experiments/proc-cpu.js';
+import { postgresCpuByPid, postgresCpuSince } from './experiments/proc-cpu.js';
 import { settle } from './pg.js';
 import type {
   BareWorkerOptions,
@@ -162,6 +162,8 @@ export async function benchDrain(o: DrainOptions): Promise<Record<string, unknow
       // every postgres process (from go to done). On a machine the drain saturates, their
       // sum per event sets the rate.
       clientCpuUsPerEvent: round(clientCpuUs / o.events, 2),
+      // The kernel's part of it (system calls).
+      clientSysUsPerEvent: round(sum(reports, 'sysUs') / o.events, 2),
       postgresCpuUsPerEvent: round((postgresCpuSeconds * 1e6) / o.events, 2),
       // The relay processes' garbage collection pauses from go to stop (part of their CPU).
       clientGcUsPerEvent: round((sum(reports, 'gcMs') * 1000) / o.events, 2),
@@ -229,7 +231,7 @@ export async function timeDrain(
   /** CPU seconds of every postgres process from `go` to done (see experiments/proc-cpu.ts). */
   postgresCpuSeconds: number;
 }> {
-  const postgresAtGo = cpuNow(undefined).postgres;
+  const postgresAtGo = postgresCpuByPid();
   const startedAt = nowMs();
   group.go();
   let timer: NodeJS.Timeout | undefined;
@@ -258,7 +260,7 @@ export async function timeDrain(
       doneAt = nowMs();
     }
     // Read before the stop: a backend whose connection closes leaves /proc, its CPU with it.
-    const postgresCpuSeconds = cpuNow(undefined).postgres - postgresAtGo;
+    const postgresCpuSeconds = postgresCpuSince(postgresAtGo);
     const reports = await group.stop();
     return { seconds: (doneAt - startedAt) / 1000, reports, postgresCpuSeconds };
   } catch (error) {

@@ -77,3 +77,23 @@ export function cpuNow(broker: string | undefined): {
     postgres,
   };
 }
+
+/** CPU seconds so far of each postgres process, by pid (see {@link postgresCpuSince}). */
+export function postgresCpuByPid(): Map<string, number> {
+  const byPid = new Map<string, number>();
+  for (const pid of pids()) if (commOf(pid) === 'postgres') byPid.set(pid, cpuOf(pid));
+  return byPid;
+}
+
+/**
+ * CPU seconds the postgres processes spent since `baseline` ({@link postgresCpuByPid}):
+ * each live process's growth, a new one's all. A process that exited in between takes its
+ * CPU with it and counts nothing, so the figure can fall short by an idle connection the
+ * pool closed, but never goes below zero (a plain difference of totals did, once a
+ * backend that had worked before the baseline exited: bench/drain.ts with a long warm-up).
+ */
+export function postgresCpuSince(baseline: ReadonlyMap<string, number>): number {
+  let spent = 0;
+  for (const [pid, now] of postgresCpuByPid()) spent += Math.max(0, now - (baseline.get(pid) ?? 0));
+  return spent;
+}
