@@ -82,7 +82,7 @@ export async function compareMain(args: string[]): Promise<void> {
       producers: { type: 'string' },
       'producer-async-commit': { type: 'boolean', default: false },
       'latency-history': { type: 'string', default: '50000' },
-      'warmup-events': { type: 'string', default: '5000' },
+      'warmup-events': { type: 'string', default: '25000' },
       iterations: { type: 'string', default: '3000' },
     },
   });

@@ -57,6 +57,10 @@ export interface DrainOptions {
    * figure when each process drains only 12,500 events (bench/README.md, "Measured here
    * (issue 7, warm processes and a handler that starts before its connection)"). Handler
    * drains compare with the peers, whose workers have no warm-up, so they run cold.
+   * `npm run bench:compare` warms each process with 25,000 events: after 5,000 (its first
+   * default) a four-relay `deliver` drain still spent 17 µs of client CPU per event, after
+   * 25,000 14 µs, after 50,000 13.7 (bench/README.md, "Measured here (issue 7, a `deliver`
+   * row awaited in its worker; 2026-12-03 evening)").
    * @defaultValue 0
    */
   readonly warmupEvents?: number;
