@@ -41,15 +41,14 @@ export function runTransport(
 }
 
 /**
- * One row's `deliver` attempt (a non-batched task: its one item): extend its lease if
- * needed, make the call, and turn its answer into the row's one result. The relay's
- * commonest attempt, so it is lean, apart from {@link attemptBatch}: no async function
- * and no promise around the call's own, only the one promise it returns, settled once by
- * the call or by the time limit, whichever comes first (async frames and promise
- * wrappers were most of a `deliver` row's garbage: bench/experiments/transport-cpu.ts
- * `--heap-profile`). `runTasks` calls it directly when no `aroundDelivery` hook is
- * registered; the hooks' path passes the attempt and the context it showed them, and
- * disposes that attempt itself. Disposes the {@link Attempt} it makes.
+ * One row's `deliver` attempt (a non-batched task: its one item) as a promise: extend its
+ * lease if needed, make the call, and turn its answer into the row's one result. The
+ * promise is settled once, by the call or by the time limit, whichever comes first; no
+ * async function and no promise around the call's own. The `aroundDelivery` hooks' path
+ * uses it (a hook's `run` needs a promise), passing the attempt and the context it showed
+ * the hooks, and disposes that attempt itself. Without hooks, `runTasks` runs the row
+ * inline in its worker instead (run-tasks.ts), which spares even this promise. Disposes
+ * the {@link Attempt} it makes.
  */
 export function deliverRow(
   rt: Runtime,
