@@ -38,12 +38,13 @@ export interface TasksRun {
  * handler's committed delivery is reported at once.
  *
  * A transport's `deliver` row without `aroundDelivery` hooks, the relay's commonest
- * attempt, runs inline in its worker: the worker awaits the
- * call itself, and the row's time limit, when it runs out first, records the timeout and
- * hands the worker's place to a new worker, so the batch never waits on a hung call. That
- * spares each row the promise, the closures and the extra turn that racing the call
- * against its limit took (`deliverRow`, which the hooks' path still uses: ~500 B
- * and a microtask per row, bench/experiments/transport-cpu.ts `--heap-profile`).
+ * attempt, runs inline in its worker: the worker awaits the call itself. When the row's
+ * time limit runs out first, the expiry records the timeout and starts a new worker in the
+ * hung one's place, so the batch never waits on a hung call, and the hung worker ends,
+ * recording nothing, whenever its call returns. That spares each row the promise, the
+ * closures and the extra turn that racing the call against its limit took (`deliverRow`,
+ * which the hooks' path still uses: ~900 B and a microtask per row with the two `Date`s
+ * now spared too, bench/experiments/transport-cpu.ts `--heap-profile`).
  */
 export function runTasks(
   rt: Runtime,
