@@ -48,6 +48,18 @@ export function compiledScript(script: string): string | undefined {
   return existsSync(js) ? js : undefined;
 }
 
+/**
+ * How to fork `script` (a .ts file of this repository): what tsc built of it when this run
+ * built it ({@link compiledScript}), else the source through tsx. Every child the bench
+ * forks from its own code goes through here, so they all run the same way.
+ */
+export function childEntry(script: string): { readonly path: string; readonly execArgv: string[] } {
+  const compiled = compiledScript(script);
+  return compiled
+    ? { path: compiled, execArgv: [] }
+    : { path: script, execArgv: ['--import', 'tsx'] };
+}
+
 function onTsx(): boolean {
   return process.env.OUTBOX_BENCH_CHILDREN === 'tsx';
 }

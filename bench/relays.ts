@@ -5,7 +5,7 @@
  */
 import { type ChildProcess, fork } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { compiledScript } from './build.js';
+import { childEntry } from './build.js';
 import type { ChildMessage, ParentMessage, RelayWorkerOptions } from './protocol.js';
 
 /** The relay process (`relay-worker.ts`) `startRelays` forks, and the drains' own options. */
@@ -53,15 +53,14 @@ export async function startWorkers<T extends { readonly workerId: string }>(
   onMessage: (message: ChildMessage, index: number) => void,
   name = 'bench-relay',
 ): Promise<RelayGroup> {
-  // What tsc built of it (bench/build.ts), else the source through tsx.
-  const compiled = compiledScript(script);
+  const entry = childEntry(script);
   const children: ChildProcess[] = [];
   const relays: RelayProcess[] = [];
   const readies: Promise<void>[] = [];
   for (let i = 0; i < count; i++) {
     const workerId = `${name}-${i + 1}`;
-    const child = fork(compiled ?? script, [JSON.stringify(optionsOf(workerId, i))], {
-      execArgv: [...(compiled ? [] : ['--import', 'tsx']), ...relayExecArgv(name, i)],
+    const child = fork(entry.path, [JSON.stringify(optionsOf(workerId, i))], {
+      execArgv: [...entry.execArgv, ...relayExecArgv(name, i)],
       stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
     });
     children.push(child);

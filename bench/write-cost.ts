@@ -19,7 +19,7 @@ import { fileURLToPath } from 'node:url';
 import type { Sequelize, Transaction } from 'sequelize';
 import { z } from 'zod';
 import { createOutbox, defineOutbox, event, receiver, silentLogger } from '../src/index.js';
-import { compiledScript } from './build.js';
+import { childEntry } from './build.js';
 import { dropSchema, emit, newSchemaName, note, openSequelize, quantile, round } from './common.js';
 import { settle } from './pg.js';
 
@@ -60,9 +60,9 @@ const VARIANTS: readonly Variant[] = ['none', 'bare', 'fire', 'fanout10'];
  */
 export async function benchWriteCost(o: WriteCostOptions): Promise<Record<string, unknown>> {
   const script = fileURLToPath(new URL('./write-cost-worker.ts', import.meta.url));
-  const compiled = compiledScript(script);
-  const child = fork(compiled ?? script, [JSON.stringify(o)], {
-    execArgv: compiled ? [] : ['--import', 'tsx'],
+  const entry = childEntry(script);
+  const child = fork(entry.path, [JSON.stringify(o)], {
+    execArgv: entry.execArgv,
     stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
   });
   const figure = await new Promise<Record<string, unknown>>((resolve, reject) => {
