@@ -170,6 +170,32 @@ describe('transport conformance: the checks catch a broken transport', () => {
       }),
     },
     {
+      fault: 'holds back every item of an ordering key once one failed, whatever its target',
+      check: 'order-is-per-receiver-and-target',
+      message: /another fan-out target .* must still be sent/,
+      make: (d) => ({
+        async deliverBatch(items: readonly DeliveryItem[]) {
+          const failedKeys = new Set<string>();
+          const results: DeliveryResult[] = [];
+          for (const { event } of items) {
+            const key = event.orderingKey;
+            if (key !== null && failedKeys.has(key)) {
+              results.push({ status: 'failed', error: new Error('held back') });
+              continue;
+            }
+            try {
+              await d.accept(event, undefined);
+              results.push({ status: 'sent' });
+            } catch (error) {
+              if (key !== null) failedKeys.add(key);
+              results.push({ status: 'failed', error });
+            }
+          }
+          return results;
+        },
+      }),
+    },
+    {
       fault: 'sends the items of a batch in reverse order',
       check: 'ordering-key-order',
       message: /must arrive in the order of the items/,

@@ -100,6 +100,29 @@ describeEachDialect('fan-out targets', (dialect) => {
     ]);
   });
 
+  it("holds a key's later events back per target: a dead target stops only its own, its sibling targets flow", async () => {
+    const { config, got } = fanOut({
+      fail: (target) => {
+        if (target === 'globex') throw new PermanentFailure('globex is gone');
+      },
+    });
+    const outbox = await openOutbox(db, config);
+    for (let i = 0; i < 3; i++)
+      await outbox.fire('cms.Published', { tenants: ['acme', 'globex'] }, { orderingKey: 'f-1' });
+    await drainOutbox(outbox);
+
+    const rows = await rowsOf(outbox, 'hooks.tenant');
+    expect(rows.map((r) => [r.target, r.status])).toEqual([
+      ['acme', 'succeeded'],
+      ['globex', 'dead'],
+      ['acme', 'succeeded'],
+      ['globex', 'pending'],
+      ['acme', 'succeeded'],
+      ['globex', 'pending'],
+    ]);
+    expect(got.map((g) => g.target)).toEqual(['acme', 'acme', 'acme']);
+  });
+
   it('delivers a target returned twice once', async () => {
     const { config, got } = fanOut();
     const outbox = await openOutbox(db, config);

@@ -233,6 +233,54 @@ describe('webhook: what is sent', () => {
   });
 });
 
+describe('webhook: a fan-out target fails alone', () => {
+  let server: WebhookServer;
+  beforeAll(async () => {
+    server = await startWebhookServer();
+    // The warehouse endpoint is down; every other path answers 200.
+    server.respond = (request) =>
+      request.path.endsWith('/warehouse') ? { status: 500, body: 'down' } : undefined;
+  });
+  afterAll(() => server.close());
+
+  const byTarget = () =>
+    webhook({
+      target: (_e, { target }) => ({ url: `${server.url}/${target}` }),
+      ...onlyLoopbackTestServer,
+    });
+  const itemOf = (event: OutboxEvent, target: string, receiverKey = 'hooks'): DeliveryItem => ({
+    event,
+    context: { receiverKey, deliveryId: `${target}-${event.id}`, attempt: 1, target, dueAt: null },
+  });
+
+  it('a failing target does not hold back a sibling target of the same event: the order is per (receiver, target, ordering key)', async () => {
+    const transport = byTarget();
+    const first = conformanceEvent({ orderingKey: 'f-1' });
+    const second = conformanceEvent({ orderingKey: 'f-1' });
+    const results = await transport.deliverBatch(
+      [
+        itemOf(first, 'warehouse'),
+        itemOf(first, 'crm'),
+        itemOf(second, 'warehouse'),
+        itemOf(second, 'crm'),
+        itemOf(second, 'warehouse', 'hooks.other'),
+      ],
+      { signal: never },
+    );
+    expect(results.map((r) => r.status)).toEqual(['failed', 'sent', 'failed', 'sent', 'failed']);
+    // crm got both events, in order; the warehouse was asked for the first event only (the
+    // second would overtake it), and the other receiver's warehouse row went on its own.
+    const crm = server.requests.filter((r) => r.path === '/hooks/crm');
+    expect(crm.map((r) => r.headers['outbox-event-id'])).toEqual([first.id, second.id]);
+    expect(errorOf(results[2])).toMatchObject({
+      message:
+        'not sent: an earlier event of ordering key f-1 for target warehouse failed in this batch',
+    });
+    expect(String(errorOf(results[4]))).toMatch(/answered 500/);
+    await transport.close();
+  });
+});
+
 describe('webhook: a stop mid-batch', () => {
   it("ends the request in hand and the held-back events of its key with the stop's reason (so the relay hands them back)", async () => {
     const server = await startWebhookServer();
@@ -696,6 +744,40 @@ describeEachDialect('webhook through a real outbox', (dialect) => {
       'succeeded',
     ]);
     await outbox.close();
+  });
+
+  it('a fan-out target that keeps failing dead-letters alone; its sibling target is sent and succeeds', async () => {
+    const config = defineOutbox({
+      events: { 'notify.Sent': Notified },
+      receivers: {
+        'hooks.fanout': receiver(Notified, {
+          targets: () => ['warehouse', 'crm'],
+          deliver: webhook({
+            target: (_e, { target }) => ({ url: `${server.url}/fanout/${target}` }),
+            ...onlyLoopbackTestServer,
+          }),
+          maxAttempts: 3,
+        }),
+      },
+    });
+    const outbox = await openOutbox(db, config);
+    server.respond = (request) =>
+      request.path === '/hooks/fanout/warehouse' ? { status: 500, body: 'down' } : undefined;
+    try {
+      const fired = await outbox.fire('notify.Sent', { to: 'f', n: 1 }, { orderingKey: 'f-1' });
+      expect(await drainOutbox(outbox)).toMatchObject({ succeeded: 1, dead: 1 });
+      const rows = await rowsOf(outbox, 'hooks.fanout');
+      expect(rows.map((r) => [r.target, r.status, r.attempts])).toEqual([
+        ['warehouse', 'dead', 3],
+        ['crm', 'succeeded', 1],
+      ]);
+      expect(rows[0].lastError).toMatch(/answered 500/);
+      const crm = server.requests.filter((r) => r.path === '/hooks/fanout/crm');
+      expect(crm.map((r) => r.headers['outbox-event-id'])).toEqual([fired.id]);
+    } finally {
+      server.respond = undefined;
+      await outbox.close();
+    }
   });
 
   it('a 410 dead-letters the delivery at once', async () => {

@@ -81,6 +81,7 @@ export type TransportCheckId =
   | 'implements-a-send'
   | 'batch-delivers-every-item'
   | 'batch-results-in-item-order'
+  | 'order-is-per-receiver-and-target'
   | 'message-carries-the-event'
   | 'ordering-key-order'
   | 'deliver-sends-one'
@@ -374,6 +375,55 @@ export const transportChecks: readonly TransportCheck[] = [
         options.receiveTimeoutMs,
       );
       assertHoldsExactly(messages, sent);
+    },
+  },
+  {
+    id: 'order-is-per-receiver-and-target',
+    title:
+      'a failed item holds back nothing of another fan-out target or receiver, even of its ordering key',
+    notApplicable: (s) =>
+      hasBatch(s) ?? (s.failEvents ? undefined : 'the factory gives no failEvents hook'),
+    async run(subject, options) {
+      // The relay's rows keep order per (receiver, target, ordering key): the claim hands a
+      // batch at most one row of each, so a batch's items of one ordering key but another
+      // target or receiver are independent. A transport holding them back behind a failed
+      // item would dead-letter a healthy sibling that was never sent.
+      const failing = conformanceEvent({ orderingKey: 'order-f' });
+      const siblings = [
+        conformanceEvent({ orderingKey: 'order-f' }),
+        conformanceEvent({ orderingKey: 'order-f' }),
+      ];
+      await subject.failEvents!([failing.id]);
+      const [first, second, third] = conformanceItems([failing, ...siblings], never);
+      const items: DeliveryItem[] = [
+        { event: first.event, context: { ...first.context, target: 'warehouse' } },
+        { event: second.event, context: { ...second.context, target: 'crm' } },
+        {
+          event: third.event,
+          context: { ...third.context, receiverKey: 'conformance.other', target: 'warehouse' },
+        },
+      ];
+      const results = checkResultShape(
+        await subject.transport.deliverBatch!(items, { signal: never }),
+        items.length,
+      );
+      assert.notEqual(results[0].status, 'sent', 'the refused item must not be reported sent');
+      assert.equal(
+        results[1].status,
+        'sent',
+        "an item of another fan-out target with the failed item's ordering key must still be sent",
+      );
+      assert.equal(
+        results[2].status,
+        'sent',
+        "an item of another receiver with the failed item's ordering key must still be sent",
+      );
+      const messages = await receivedAll(
+        subject,
+        siblings.map((e) => e.id),
+        options.receiveTimeoutMs,
+      );
+      assertHoldsExactly(messages, siblings);
     },
   },
   {

@@ -129,7 +129,8 @@ export interface WebhookCommonOptions {
   readonly onResult?: (result: WebhookResult, item: DeliveryItem) => void | Promise<void>;
   /**
    * How many requests of one `deliverBatch` run at once. Events of one ordering key
-   * always go one after the other, in order.
+   * always go one after the other, in order, per receiver and fan-out target (a failing
+   * target holds back only its own later events, never a sibling target's).
    * @defaultValue 4
    */
   readonly concurrency?: number;
@@ -256,7 +257,7 @@ export function webhook(options: WebhookOptions): WebhookDelivery {
               : {
                   status: 'failed',
                   error: new Error(
-                    `not sent: an earlier event of ordering key ${item.event.orderingKey} failed in this batch`,
+                    `not sent: an earlier event of ordering key ${item.event.orderingKey}${item.context.target ? ` for target ${item.context.target}` : ''} failed in this batch`,
                   ),
                 },
         );
@@ -603,6 +604,10 @@ function messageOf(error: unknown): string {
  * the other in item order (an item without a key goes on its own). Once an item of a
  * key is not sent, the later ones of that key are not tried (they would overtake it) and
  * record `heldBack(item)`. Results in item order.
+ *
+ * A key is the delivery rows' own: (receiver, target, ordering key), what the claim holds
+ * rows back by. So one fan-out target's failure never holds back a sibling target of the
+ * same event (or of the same ordering key), which has its own order and its own retries.
  */
 export async function runByKey(
   items: readonly DeliveryItem[],
@@ -614,11 +619,11 @@ export async function runByKey(
   const groups = new Map<string, number[]>();
   const lanes: number[][] = [];
   items.forEach((item, i) => {
-    const key = item.event.orderingKey;
-    if (key === null) {
+    if (item.event.orderingKey === null) {
       lanes.push([i]);
       return;
     }
+    const key = orderOf(item);
     let group = groups.get(key);
     if (!group) {
       group = [];
@@ -644,4 +649,9 @@ export async function runByKey(
   };
   await Promise.all(Array.from({ length: Math.min(concurrency, lanes.length) }, worker));
   return results;
+}
+
+/** The order an item keeps: its receiver, target and ordering key, as one map key. */
+function orderOf({ event, context }: DeliveryItem): string {
+  return JSON.stringify([context.receiverKey, context.target, event.orderingKey]);
 }
