@@ -62,7 +62,7 @@ export function inTransaction(
   const sqlite = sequelize.getDialect() === 'sqlite';
   return function captured(this: unknown, ...args: unknown[]) {
     const options = (args[at] ?? {}) as Options;
-    const given = resolveTransaction(sequelize, options.transaction ?? undefined);
+    const given = resolveTransaction(sequelize, options.transaction);
     if (given && owned.has(given)) return original.apply(this, args);
     // Part of an unguarded write on this transaction (`create` calls the wrapped `save`).
     if (given && insideUnguarded.getStore() === given) return original.apply(this, args);

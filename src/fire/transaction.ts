@@ -1,5 +1,5 @@
 import type { Sequelize, Transaction } from 'sequelize';
-import { ValidationError } from '../errors/outbox-error.js';
+import { ConfigurationError, ValidationError } from '../errors/outbox-error.js';
 
 /** What Sequelize 6 keeps on a transaction and does not type. */
 interface TransactionInternals {
@@ -38,24 +38,37 @@ export interface JoinRefusals {
   readonly foreign: string;
   /** It, or one enclosing it, has already ended (`finished`: `commit` or `rollback`). */
   readonly ended: (finished: string) => string;
+  /** The call itself, as the refusal of another instance's CLS transaction names it. */
+  readonly call: string;
 }
 
 /**
  * THE join of the caller's transaction, shared by `fire()` and `inbox.handle()` (and what
  * builds on `fire()`): the one passed explicitly, else the one Sequelize's CLS namespace
  * carries (when the application enabled `Sequelize.useCLS`) unless it has ended, else none
- * — and the call then opens its own. Either may be a savepoint.
+ * — and the call then opens its own. Either may be a savepoint. An explicit `null` says
+ * "none": the CLS transaction is not joined (as Sequelize's own `transaction: null` does).
+ *
+ * Sequelize's CLS namespace is one per process, shared by every Sequelize instance: inside
+ * `sequelizeB.transaction(…)` it carries B's transaction to a call of an outbox made with
+ * A. Joining it would write A's rows into B's database, silently. That transaction is
+ * never joined; the call refuses instead, naming both, as the reference's `enqueue()`
+ * does when another connection has the open transaction (committing on its own instead
+ * would cut the event loose from the change the caller meant it to go with).
  *
  * @throws {ValidationError} (path `options.transaction`, words from `refusals`) for a
  * transaction of another Sequelize instance (the write would commit on a different
  * connection than the change it goes with), or one that (or whose outermost transaction)
  * has already ended.
+ * @throws {ConfigurationError} (path `options.transaction`) when no transaction is passed
+ * and the CLS namespace carries a live transaction of another Sequelize instance.
  */
 export function joinTransaction(
   sequelize: Sequelize,
   explicit: Transaction | null | undefined,
   refusals: JoinRefusals,
 ): Transaction | undefined {
+  if (explicit === null) return undefined;
   if (explicit) {
     if (internals(explicit).sequelize !== sequelize) {
       throw new ValidationError(refusals.foreign, { path: 'options.transaction' });
@@ -68,11 +81,38 @@ export function joinTransaction(
   }
   const cls = (sequelize.constructor as unknown as { _cls?: { get(key: string): unknown } })._cls;
   const ambient = cls?.get('transaction') as Transaction | undefined;
-  return ambient && !ended(ambient) ? ambient : undefined;
+  if (!ambient || ended(ambient)) return undefined;
+  const owner = internals(ambient).sequelize;
+  if (owner !== sequelize) {
+    throw new ConfigurationError(
+      `${refusals.call}: the transaction Sequelize's CLS namespace carries belongs to another Sequelize instance (${describeSequelize(owner)}) than this one's (${describeSequelize(sequelize)}); joining it would write into the other database. Pass { transaction } of this instance's Sequelize, or { transaction: null } to commit on its own.`,
+      { path: 'options.transaction' },
+    );
+  }
+  return ambient;
+}
+
+/** A Sequelize instance as a refusal names it: dialect, database, and where it lives. */
+export function describeSequelize(instance: unknown): string {
+  const s = instance as
+    | {
+        getDialect?: () => string;
+        config?: { database?: string; host?: string; port?: number | string };
+        options?: { storage?: string };
+      }
+    | undefined;
+  if (!s || typeof s.getDialect !== 'function') return 'an unknown instance';
+  const dialect = s.getDialect();
+  // A file database (SQLite) is its storage; a server's is a database at a host.
+  const storage = s.options?.storage;
+  if (storage !== undefined) return `${dialect} ${storage || ':memory:'}`;
+  const { database, host, port } = s.config ?? {};
+  return `${dialect} database ${JSON.stringify(database ?? '')}${host ? ` at ${host}${port ? `:${port}` : ''}` : ''}`;
 }
 
 /** `fire()`'s refusals of a transaction it cannot write in. */
 const FIRE_REFUSALS: JoinRefusals = {
+  call: 'outbox.fire()',
   foreign:
     "options.transaction belongs to another Sequelize instance than the outbox was created with; the event would not commit with your change. Pass a transaction of the outbox's Sequelize, or create the outbox with that instance.",
   ended: (finished) =>

@@ -11,7 +11,10 @@ export interface FireOptions {
    * all. Without it, the transaction Sequelize's CLS carries is used (if the app enabled
    * CLS); with neither, the event commits at once on its own. A savepoint (a transaction
    * made with `{ transaction: outer }`) works too: the event commits with the outermost
-   * transaction, and onCommit receivers and the wakeup wait for that.
+   * transaction, and onCommit receivers and the wakeup wait for that. `null` commits the
+   * event on its own even inside a CLS transaction (as Sequelize's `transaction: null`).
+   * A CLS transaction of another Sequelize instance than the outbox's is never joined:
+   * `fire()` refuses it with a `ConfigurationError` naming both.
    */
   readonly transaction?: Transaction | null;
   /**

@@ -32,7 +32,8 @@ export interface HandleOptions {
   /**
    * The transaction to record the message in, beside your own work in it (else the one
    * Sequelize's CLS carries, else one of the inbox's own). The inbox row and `work` run in
-   * a savepoint of it.
+   * a savepoint of it. `null` uses one of the inbox's own even inside a CLS transaction; a
+   * CLS transaction of another Sequelize instance is refused (`ConfigurationError`).
    */
   readonly transaction?: Transaction | null;
 }

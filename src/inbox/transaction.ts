@@ -3,6 +3,7 @@ import { type JoinRefusals, joinTransaction } from '../fire/transaction.js';
 
 /** `inbox.handle()`'s refusals of a transaction it cannot record in. */
 const INBOX_REFUSALS: JoinRefusals = {
+  call: 'inbox.handle()',
   foreign:
     "inbox.handle(message, work, { transaction }): the transaction belongs to another Sequelize instance than the inbox's; the inbox row would not commit with your work. Pass a transaction of the inbox's Sequelize.",
   ended: (finished) =>
@@ -15,6 +16,7 @@ const INBOX_REFUSALS: JoinRefusals = {
  * and `handle()` opens its own.
  * @throws {ValidationError} for a transaction of another Sequelize (the inbox row would
  *   commit on another connection than the work it guards), or one already ended.
+ * @throws {ConfigurationError} when none is passed and CLS carries another Sequelize's.
  */
 export function joinedTransaction(
   sequelize: Sequelize,
