@@ -4,6 +4,9 @@ import type { MigrationProfile } from '../sql/migrate.js';
 import { quoteIdent, type TableNames } from '../tables.js';
 import { postgresDialect } from './dialect.js';
 
+/** The current time in SQL, as PostgreSQL's timestamps hold it. */
+export const POSTGRES_NOW_SQL = 'now()';
+
 /**
  * PostgreSQL's migrations: its DDL spelling, no single-writer lock table, and the schema
  * created first when the tables live in one of their own.
@@ -12,7 +15,7 @@ export function postgresMigrationProfile(t: TableNames): MigrationProfile {
   return {
     schema: { ddl: postgresDialect.ddl, singleWriterLock: false },
     prelude: t.schema ? [`CREATE SCHEMA IF NOT EXISTS ${quoteIdent(t.schema)}`] : [],
-    nowSql: 'now()',
+    nowSql: POSTGRES_NOW_SQL,
   };
 }
 

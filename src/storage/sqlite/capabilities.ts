@@ -1,15 +1,26 @@
+import { type DatabaseCapabilities, storeCapabilities } from '../dialect-entry.js';
 import type { DialectCapabilities } from '../store.js';
 
 /**
- * SQLite: one writer at a time and no skipped row locks, so two relays would claim the
- * same rows: one relay at a time (the single-writer lock), its handlers one at a time, and
- * each handler's transaction takes the write lock up front (IMMEDIATE), so a second writer
- * waits on the busy timeout instead of failing with SQLITE_BUSY at its first write. No
- * wakeup can be sent from inside the write.
+ * SQLite: one writer at a time and no row locks (so none to skip): two relays would claim
+ * the same rows, so one relay at a time (the single-writer lock), its handlers one at a
+ * time, and each writing transaction takes the write lock up front (IMMEDIATE), so a second
+ * writer waits on the busy timeout instead of failing with SQLITE_BUSY at its first write.
+ * RETURNING on every statement kind (3.35+), savepoints, no schemas, JSON as TEXT, no
+ * LISTEN/NOTIFY, and nothing in an upserted row says whether it was updated.
  */
-export const SQLITE_CAPABILITIES: DialectCapabilities = Object.freeze({
-  splitsQueue: false,
-  writers: 'one',
-  handlerTransaction: Object.freeze({ type: 'IMMEDIATE' as const }),
-  notifiesInWrite: false,
+export const SQLITE_DATABASE: DatabaseCapabilities = Object.freeze({
+  listenNotify: false,
+  returning: Object.freeze({ insert: true, update: true, delete: true }),
+  rowLocks: false,
+  skipLocked: false,
+  savepoints: true,
+  schemas: false,
+  jsonType: 'TEXT',
+  singleWriter: true,
+  writeTransaction: Object.freeze({ type: 'IMMEDIATE' as const }),
+  upsertUpdatedSql: null,
 });
+
+/** What the SQLite store tells the relay (derived from {@link SQLITE_DATABASE}). */
+export const SQLITE_CAPABILITIES: DialectCapabilities = storeCapabilities(SQLITE_DATABASE);

@@ -2,6 +2,9 @@ import { type Sequelize, Transaction } from 'sequelize';
 import type { MigrationProfile } from '../sql/migrate.js';
 import { sqliteDialect } from './dialect.js';
 
+/** The current time in SQL, as SQLite's timestamps hold it: epoch milliseconds. */
+export const SQLITE_NOW_SQL = "CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER)";
+
 /**
  * SQLite's migrations: its DDL spelling and the single-relay lock table; timestamps are
  * epoch milliseconds, so "now" is computed from julianday.
@@ -10,7 +13,7 @@ export function sqliteMigrationProfile(): MigrationProfile {
   return {
     schema: { ddl: sqliteDialect.ddl, singleWriterLock: true },
     prelude: [],
-    nowSql: "CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER)",
+    nowSql: SQLITE_NOW_SQL,
   };
 }
 

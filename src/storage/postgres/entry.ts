@@ -1,0 +1,30 @@
+/** PostgreSQL's entry in the dialect registry (`storage/dialects.ts`). */
+import type { DialectEntry } from '../dialect-entry.js';
+import { POSTGRES_DATABASE } from './capabilities.js';
+import { postgresDialect } from './dialect.js';
+import { POSTGRES_NOW_SQL, postgresExclusively, postgresMigrationProfile } from './migration.js';
+import { postgresRunner } from './runner.js';
+import { PostgresStore } from './store.js';
+
+export const postgresEntry: DialectEntry<'postgres'> = Object.freeze<DialectEntry<'postgres'>>({
+  name: 'postgres',
+  title: 'PostgreSQL',
+  capabilities: POSTGRES_DATABASE,
+  sql: postgresDialect,
+  runner: postgresRunner,
+  configureConnections: () => {},
+  createStore: (sequelize, tables, options = {}) =>
+    new PostgresStore(sequelize, tables, options.notifyChannel, options.preparedStatements ?? true),
+  migration: Object.freeze({
+    beforeMigrate: [],
+    nowSql: POSTGRES_NOW_SQL,
+    profile: postgresMigrationProfile,
+    exclusively: postgresExclusively,
+  }),
+  connection: Object.freeze({
+    urlPrefixes: ['postgres://', 'postgresql://'],
+    file: false,
+    defaultPort: 5432,
+    currentSchemaSql: 'SELECT current_schema() AS schema',
+  }),
+});

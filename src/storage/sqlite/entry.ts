@@ -1,0 +1,30 @@
+/** SQLite's entry in the dialect registry (`storage/dialects.ts`). */
+import type { DialectEntry } from '../dialect-entry.js';
+import { SQLITE_DATABASE } from './capabilities.js';
+import { configureConnections } from './connections.js';
+import { sqliteDialect } from './dialect.js';
+import { SQLITE_NOW_SQL, sqliteExclusively, sqliteMigrationProfile } from './migration.js';
+import { sqliteRunner } from './runner.js';
+import { SqliteStore } from './store.js';
+
+export const sqliteEntry: DialectEntry<'sqlite'> = Object.freeze<DialectEntry<'sqlite'>>({
+  name: 'sqlite',
+  title: 'SQLite',
+  capabilities: SQLITE_DATABASE,
+  sql: sqliteDialect,
+  runner: sqliteRunner,
+  configureConnections,
+  createStore: (sequelize, tables) => new SqliteStore(sequelize, tables),
+  migration: Object.freeze({
+    beforeMigrate: ['PRAGMA journal_mode=WAL'],
+    nowSql: SQLITE_NOW_SQL,
+    profile: sqliteMigrationProfile,
+    exclusively: sqliteExclusively,
+  }),
+  connection: Object.freeze({
+    urlPrefixes: ['sqlite:'],
+    file: true,
+    defaultPort: undefined,
+    currentSchemaSql: undefined,
+  }),
+});
