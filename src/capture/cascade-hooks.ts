@@ -4,9 +4,10 @@
  * not, the rows reached are read before the delete and their events written after it, in
  * its transaction.
  */
-import type { Sequelize, Transaction } from 'sequelize';
+import type { Sequelize } from 'sequelize';
 import type { ResolvedCapture } from '../declare/capture.js';
 import type { Runtime } from '../runtime.js';
+import { captureCapabilities } from './capabilities.js';
 import {
   type CascadeEdge,
   type CascadePlan,
@@ -17,15 +18,12 @@ import {
   unscoped,
 } from './cascade.js';
 import { changeOf } from './envelope.js';
-import type { Instance, ModelClass, Values } from './sequelize-model.js';
-import { bulk } from './statements.js';
+import { capturesOf } from './model-captures.js';
+import type { Instance, ModelClass, Values, WriteOptions } from './sequelize-model.js';
+import { beginStatement, partOfBulk, statementOf } from './statement.js';
 import { writeChanges } from './write.js';
 
-type Options = Record<string, unknown> & { transaction?: Transaction | null };
-
-const cascadesInstalled = new WeakMap<Runtime, WeakSet<object>>();
-/** The rows a delete reaches, read before it (by its options object), per outbox. */
-const cascadePlans = new WeakMap<object, Map<Runtime, CascadePlan>>();
+type Options = WriteOptions;
 
 /**
  * Hooks on every model whose deletes reach a captured model through the database's own
@@ -45,14 +43,10 @@ export function installCascades(
     (sequelize as unknown as { models: Record<string, ModelClass> }).models,
   );
   const edges = reachingEdges(cascadeEdges(models), (m) => captures.has(m));
-  let done = cascadesInstalled.get(rt);
-  if (!done) {
-    done = new WeakSet();
-    cascadesInstalled.set(rt, done);
-  }
   for (const parent of edges.keys()) {
-    if (done.has(parent)) continue;
-    done.add(parent);
+    const done = capturesOf(parent).cascadesFor;
+    if (done.has(rt)) continue;
+    done.add(rt);
     wrapDestroys(parent); // their transaction: the reads, the DELETE and the events in one
     addCascadeHooks(rt, parent, edges, captures);
   }
@@ -65,7 +59,7 @@ function addCascadeHooks(
   captures: ReadonlyMap<ModelClass, ResolvedCapture>,
 ): void {
   const name = `outboxkit:cascade:${rt.processId}`;
-  const postgres = rt.sequelize.getDialect() === 'postgres';
+  const { rowLocks } = captureCapabilities(rt.sequelize);
   const paranoid = parent._timestampAttributes.deletedAt !== undefined;
   const needed = [
     ...new Set([...parent.primaryKeyAttributes, ...(edges.get(parent) ?? []).map((e) => e.key)]),
@@ -76,7 +70,7 @@ function addCascadeHooks(
       const c = captures.get(m);
       return c && { keysOnly: c.payload === 'keys' };
     },
-    lock: postgres,
+    lock: rowLocks,
     transaction: options.transaction,
     logging: options.logging,
     hooksRun,
@@ -88,26 +82,21 @@ function addCascadeHooks(
       attributes: needed,
       paranoid: false,
       transaction: options.transaction,
-      ...(postgres && options.transaction ? { lock: 'UPDATE' } : {}),
+      ...(rowLocks && options.transaction ? { lock: 'UPDATE' } : {}),
       logging: options.logging,
     });
   const keep = (options: Options, plan: CascadePlan) => {
-    let map = cascadePlans.get(options);
-    if (!map) {
-      map = new Map();
-      cascadePlans.set(options, map);
-    }
-    map.set(rt, plan);
+    beginStatement(options, parent).slot(rt).cascade = plan;
   };
   const write = async (options: Options) => {
-    const plan = cascadePlans.get(options)?.get(rt);
+    const plan = statementOf(options)?.slot(rt).cascade;
     if (plan) await writeCascade(rt, plan, captures, options);
   };
   const hook = (type: string, fn: (...args: never[]) => unknown) => parent.addHook(type, name, fn);
   hook('beforeDestroy', (async (instance: Instance, options: Options) => {
-    if (bulk.has(options) || (paranoid && !options.force)) return; // a soft delete cascades nothing
+    if (partOfBulk(options, parent, instance) || (paranoid && !options.force)) return; // a soft delete cascades nothing
     let roots: Values[] = [instance.dataValues];
-    if (postgres && options.transaction) {
+    if (rowLocks && options.transaction) {
       // Lock the parent row: no child is inserted under it between the reads and the DELETE.
       const where = Object.fromEntries(
         parent.primaryKeyAttributes.map((k) => [k, instance.dataValues[k]]),
@@ -117,13 +106,13 @@ function addCascadeHooks(
     keep(options, await readCascade(parent, roots, readOf(options, true)));
   }) as never);
   hook('beforeBulkDestroy', (async (options: Options) => {
-    bulk.add(options); // its per-row hooks (individualHooks) cascade nothing of their own
+    beginStatement(options, parent).bulk = true; // its per-row hooks (individualHooks) cascade nothing of their own
     if (paranoid && !options.force) return;
     const roots = (await readRoots(options.where, options)).map((r) => r.dataValues);
     keep(options, await readCascade(parent, roots, readOf(options, false)));
   }) as never);
-  hook('afterDestroy', ((_: Instance, options: Options) =>
-    bulk.has(options) ? undefined : write(options)) as never);
+  hook('afterDestroy', ((instance: Instance, options: Options) =>
+    partOfBulk(options, parent, instance) ? undefined : write(options)) as never);
   hook('afterBulkDestroy', ((options: Options) => write(options)) as never);
 }
 

@@ -16,7 +16,7 @@ import { ValidationError } from '../errors/outbox-error.js';
 const MAX_KEY = 255;
 
 /** The types whose values JSON would change: kept as text (decimals, big integers). */
-const AS_TEXT = new Set(['DECIMAL', 'BIGINT']);
+const AS_TEXT: ReadonlySet<string> = new Set(['DECIMAL', 'BIGINT']);
 
 /**
  * One attribute value in its JSON form: dates as ISO text, decimals and big integers as
@@ -46,7 +46,14 @@ interface Column {
   readonly scale: number | undefined;
 }
 
-/** The capture's fields and key, each with its type, worked out once per capture (not per row). */
+/**
+ * The capture's fields and key, each with its type, worked out once per capture (not per row).
+ *
+ * JUSTIFIED module-level caches (this one, `keyTemplates` and `kindCache` below): keyed by
+ * a resolved capture — a declaration, immutable once resolved — each holds what is derived
+ * from it alone, the same for every write, so no write's state is kept here. Weak: a
+ * config nobody holds takes its entries with it.
+ */
 const columnCache = new WeakMap<ResolvedCapture, { fields: Column[]; key: Column[] }>();
 function columnsOf(capture: ResolvedCapture): { fields: Column[]; key: Column[] } {
   let columns = columnCache.get(capture);
@@ -212,7 +219,7 @@ export function envelopeOf(
   return envelope;
 }
 
-const FLOAT_TEXTS = new Set(['NaN', 'Infinity', '-Infinity']);
+const FLOAT_TEXTS: ReadonlySet<string> = new Set(['NaN', 'Infinity', '-Infinity']);
 
 /** A value JSON writes as itself and reads back the same: null, a string, a boolean, a finite number. */
 function primitive(v: unknown): boolean {
@@ -245,7 +252,7 @@ function fits(kind: AttributeKind, v: unknown): boolean {
   }
 }
 
-const OPERATIONS = new Set<string>(['inserted', 'updated', 'deleted']);
+const OPERATIONS: ReadonlySet<string> = new Set(['inserted', 'updated', 'deleted']);
 const kindCache = new WeakMap<ResolvedCapture, readonly AttributeKind[]>();
 
 /**

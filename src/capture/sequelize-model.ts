@@ -3,9 +3,12 @@
  * (`_previousDataValues`, `_timestampAttributes`, the associations' options): structural,
  * so any model built with `sequelize.define` or `Model.init` fits.
  */
-import type { Sequelize } from 'sequelize';
+import type { Sequelize, Transaction } from 'sequelize';
 
 export type Values = Record<string, unknown>;
+
+/** The options of a write, as its hooks and wrapper see them. */
+export type WriteOptions = Record<string, unknown> & { transaction?: Transaction | null };
 
 /** What capture reads of a Sequelize 6 instance. */
 export interface Instance {

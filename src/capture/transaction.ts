@@ -23,6 +23,7 @@ import { AsyncLocalStorage } from 'node:async_hooks';
 import type { Sequelize, Transaction } from 'sequelize';
 import { OutboxError } from '../errors/outbox-error.js';
 import { parentOf, resolveTransaction } from '../fire/transaction.js';
+import { captureCapabilities } from './capabilities.js';
 
 type Options = Record<string, unknown> & { transaction?: Transaction | null };
 
@@ -31,6 +32,12 @@ type Options = Record<string, unknown> & { transaction?: Transaction | null };
  * runs after its row (see the module's comment). `self` is the model or the instance.
  */
 export type Unguarded = (self: unknown, args: readonly unknown[], options: Options) => boolean;
+
+// JUSTIFIED module-level sets and map (here and `queues` below): each is keyed by a
+// transaction (or, for `queues`, by a single-writer Sequelize), which outlives any one
+// write and is shared by every write in it — what they say is a fact of that transaction
+// (opened by a wrapper; an unguarded write running in it; the writes queued on it), not of
+// a statement. Weak: an ended transaction takes its entry with it.
 
 /** Transactions (and savepoints) opened by a wrapper: a write inside one opens no other. */
 const owned = new WeakSet<object>();
@@ -59,7 +66,7 @@ export function inTransaction(
   at: number,
   unguarded?: Unguarded,
 ): (...args: unknown[]) => Promise<unknown> {
-  const sqlite = sequelize.getDialect() === 'sqlite';
+  const { singleWriter } = captureCapabilities(sequelize);
   return function captured(this: unknown, ...args: unknown[]) {
     const options = (args[at] ?? {}) as Options;
     const given = resolveTransaction(sequelize, options.transaction);
@@ -85,7 +92,7 @@ export function inTransaction(
     };
     const start = () =>
       given ? sequelize.transaction({ transaction: given }, run) : sequelize.transaction(run);
-    const queue = given ?? (sqlite ? sequelize : undefined);
+    const queue = given ?? (singleWriter ? sequelize : undefined);
     return queue ? oneAtATime(queue, start) : start();
   };
 }
@@ -137,7 +144,7 @@ export function failedAfterRow(
   });
 }
 
-/** The last write queued per transaction (or per SQLite Sequelize). */
+/** The last write queued per transaction (or per single-writer Sequelize); see above. */
 const queues = new WeakMap<object, Promise<unknown>>();
 /** The queues whose running write the current async context is inside. */
 const insideRun = new AsyncLocalStorage<ReadonlySet<object>>();

@@ -16,7 +16,7 @@ import type { Runtime } from '../runtime.js';
 import { envelopeOf, envelopeText, orderingKeyOf } from './envelope.js';
 import { failedAfterRow } from './transaction.js';
 
-const ENVELOPE_KEYS = new Set([
+const ENVELOPE_KEYS: ReadonlySet<string> = new Set([
   'model',
   'operation',
   'pk',
