@@ -8,7 +8,7 @@ import type { LeaseKeeper } from './lease-keeper.js';
 import { rowsOf, type Task, type TransportTask } from './plan-batch.js';
 import { reportAcknowledged } from './report.js';
 import { runHandler } from './run-handler.js';
-import { runTransport, SENT, verdictOf } from './run-transport.js';
+import { callDeliver, runTransport, verdictOf } from './run-transport.js';
 
 /** What running a batch's tasks came to. */
 export interface TasksRun {
@@ -142,7 +142,7 @@ export function runTasks(
             // One `deliver` row, awaited here: the lean path (see above). Written out in
             // the loop, not as a function: an async call per row is the garbage it spares.
             const { receiver } = task;
-            const { row, event } = task.items[0];
+            const { row } = task.items[0];
             const extending = lease.beforeStart(row, receiver);
             if (extending) await extending;
             const attempt = new Attempt(rt, receiver, row, stop);
@@ -150,15 +150,7 @@ export function runTasks(
             inlineAttempt = attempt;
             attempt.onExpire(expired);
             if (replaced) return false; // a limit that had run out already
-            let result = SENT;
-            try {
-              await receiver.delivery!.deliver!(
-                event,
-                new AttemptContext(receiver.key, row, attempt),
-              );
-            } catch (error) {
-              result = { status: 'failed', error };
-            }
+            const result = await callDeliver(task, new AttemptContext(receiver.key, row, attempt));
             // The limit ran out first: its timeout is recorded, another worker has this place.
             if (replaced) return false;
             endInline(task, attempt, result);

@@ -35,10 +35,37 @@ export function runTransport(
 ): Promise<AttemptResult[]> {
   const hooks = rt.aroundDelivery;
   if (hooks !== undefined) return runTransportAround(rt, hooks, task, lease, stop);
-  return task.batched
-    ? attemptBatch(rt, task, lease, stop, undefined, undefined)
-    : deliverRow(rt, task, lease, stop).then((result) => [result]);
+  if (!task.batched)
+    throw new TypeError(
+      'runTransport: a deliver row without aroundDelivery hooks runs in its worker (runTasks)',
+    );
+  return attemptBatch(rt, task, lease, stop, undefined, undefined);
 }
+
+/**
+ * THE call of one row's `deliver`, and what it came to: `sent` when it resolved, `failed`
+ * with the error when it rejected or threw. Never rejects. Both ways a `deliver` row runs
+ * make it here — inline in its worker (run-tasks.ts, no hooks) and {@link deliverRow}
+ * (under `aroundDelivery` hooks) — and differ only in how the row's time limit ends an
+ * attempt whose call has not returned (the worker is replaced; the hooks' promise settles).
+ * Module-level callbacks: the call's own promise is the only thing made per row.
+ */
+export function callDeliver(
+  task: TransportTask,
+  context: DeliveryContext,
+): PromiseLike<DeliveryResult> {
+  let sent: PromiseLike<unknown> | undefined;
+  try {
+    sent = task.receiver.delivery!.deliver!(task.items[0].event, context);
+  } catch (error) {
+    return Promise.resolve(toFailed(error));
+  }
+  // A transport object's `deliver` that returned no promise (plain JavaScript) went.
+  return typeof sent?.then === 'function' ? sent.then(toSent, toFailed) : SENT_NOW;
+}
+
+const toSent = (): DeliveryResult => SENT;
+const toFailed = (error: unknown): DeliveryResult => ({ status: 'failed', error });
 
 /**
  * One row's `deliver` attempt (a non-batched task: its one item) as a promise: extend its
@@ -73,7 +100,7 @@ function sendRow(
   context: DeliveryContext | undefined,
 ): Promise<AttemptResult> {
   const { receiver } = task;
-  const { row, event } = task.items[0];
+  const { row } = task.items[0];
   const attempt = given ?? new Attempt(rt, receiver, row, stop);
   return new Promise<AttemptResult>((resolve, reject) => {
     let ended = false;
@@ -87,21 +114,10 @@ function sendRow(
         reject(error); // a fault of the relay's own: runTasks hands the row back
       }
     };
-    const fail = (error: unknown) => end({ status: 'failed', error });
     // The limit: once it runs out the attempt fails as a DeliveryTimeout, whatever the
     // call does later (at once, when the hooks before it used it all up).
-    attempt.onExpire(fail);
-    let sent: PromiseLike<unknown>;
-    try {
-      sent = receiver.delivery!.deliver!(
-        event,
-        context ?? new AttemptContext(receiver.key, row, attempt),
-      );
-    } catch (error) {
-      fail(error);
-      return;
-    }
-    sent.then(() => end(SENT), fail);
+    attempt.onExpire((error) => end({ status: 'failed', error }));
+    callDeliver(task, context ?? new AttemptContext(receiver.key, row, attempt)).then(end);
   });
 }
 
@@ -235,6 +251,7 @@ export function verdictOf(
 
 /** The result of a call that went (one shared object: the common case builds nothing). */
 export const SENT: DeliveryResult = { status: 'sent' };
+const SENT_NOW: PromiseLike<DeliveryResult> = Promise.resolve(SENT);
 
 function messageOf(error: unknown): string | undefined {
   return error instanceof Error ? error.message : error === undefined ? undefined : String(error);
