@@ -41,8 +41,7 @@ import {
   realScheduler,
   type Scheduler,
 } from './runtime.js';
-import { PostgresStore } from './storage/postgres.js';
-import { SqliteStore } from './storage/sqlite.js';
+import { dialectOf, dialectsWith, listDialects, wakeupRefusal } from './storage/dialects.js';
 import type { OutboxStore } from './storage/store.js';
 import { tableNames } from './storage/tables.js';
 import { inProcessWakeup } from './wakeups/in-process.js';
@@ -306,37 +305,34 @@ export function createOutbox<C extends OutboxConfig>(
   }
   const aroundDelivery = hookList(options.aroundDelivery, 'aroundDelivery');
   const fireHeaders = hookList(options.fireHeaders, 'fireHeaders');
-  const dialect = sequelize.getDialect();
-  if (options.schema !== undefined && dialect !== 'postgres') {
+  const entry = dialectOf(sequelize, { who: 'createOutbox(config, { sequelize })' });
+  if (options.schema !== undefined && !entry.capabilities.schemas) {
     throw new ConfigurationError(
-      `createOutbox({ schema }) is for PostgreSQL; ${dialect} has no schemas`,
+      `createOutbox({ schema }) is for ${listDialects(
+        dialectsWith((c) => c.schemas),
+        { join: 'or', titles: true },
+      )}; ${entry.name} has no schemas`,
       { path: 'schema' },
     );
   }
   const logger = options.logger === undefined ? consoleLogger : toOutboxLogger(options.logger);
   const wakeup = options.wakeup === undefined ? inProcessWakeup() : (options.wakeup ?? undefined);
-  const wanted = wakeup?.capabilities?.dialects;
-  if (wakeup && wanted && !wanted.includes(dialect)) {
+  const refusal = wakeup?.capabilities && wakeupRefusal(entry, wakeup.capabilities);
+  if (wakeup && refusal) {
     throw new ConfigurationError(
-      `createOutbox({ wakeup }): ${wakeup.name} needs ${wanted.join(' or ')} (the outbox's Sequelize uses ${dialect}); use inProcessWakeup() or none`,
+      `createOutbox({ wakeup }): ${wakeup.name} ${refusal} (the outbox's Sequelize uses ${entry.name}); use inProcessWakeup() or none`,
       { path: 'wakeup' },
     );
   }
   const notify = wakeup?.capabilities?.notifyInWrite?.channel;
   const tables = tableNames(options.tablePrefix ?? 'outbox_', options.schema);
-  let store: OutboxStore;
-  if (dialect === 'postgres') {
-    store = new PostgresStore(sequelize, tables, notify, options.preparedStatements ?? true);
-  } else if (dialect === 'sqlite') store = new SqliteStore(sequelize, tables);
-  else {
-    throw new ConfigurationError(
-      `outboxkit supports PostgreSQL and SQLite; this Sequelize uses ${dialect}`,
-      { path: 'sequelize' },
-    );
-  }
+  const store: OutboxStore = entry.createStore(sequelize, tables, {
+    notifyChannel: notify,
+    preparedStatements: options.preparedStatements,
+  });
   if (notify && !store.capabilities.notifiesInWrite) {
     throw new ConfigurationError(
-      `createOutbox({ wakeup }): ${wakeup?.name} sends its signal inside the write, which ${dialect} cannot do`,
+      `createOutbox({ wakeup }): ${wakeup?.name} sends its signal inside the write, which ${entry.name} cannot do`,
       { path: 'wakeup' },
     );
   }

@@ -1,12 +1,13 @@
 import type { Sequelize } from 'sequelize';
-import type { MigrationDialect } from '../storage/migration-statements.js';
+import type { DialectEntry } from '../storage/dialect-entry.js';
 import type { SqlDialect, SqlRunner } from '../storage/sql/dialect.js';
 import type { InboxTables } from './tables.js';
 
 /** What every inbox operation needs: resolved once by `inbox()`, then passed along. */
 export interface InboxContext {
   readonly sequelize: Sequelize;
-  readonly dialect: MigrationDialect;
+  /** The dialect's registry entry: its capabilities and how it migrates. */
+  readonly dialect: DialectEntry;
   /** How parameters and values are written and bound on this dialect. */
   readonly sql: SqlDialect;
   /** How statements run (row counts included) on this dialect. */

@@ -88,9 +88,11 @@ export async function handleMessage<T>(
     return { status: 'processed', eventId: m.id, result };
   };
   if (joined) return c.sequelize.transaction({ transaction: joined }, run);
-  // SQLite: IMMEDIATE takes the one write lock up front, so two consumers of the file
-  // queue on it (the busy timeout) rather than one failing to upgrade a read lock.
-  return c.dialect === 'sqlite'
-    ? c.sequelize.transaction({ type: Transaction.TYPES.IMMEDIATE }, run)
+  // A single-writer database (SQLite): IMMEDIATE takes the one write lock up front, so two
+  // consumers of the file queue on it (the busy timeout) rather than one failing to upgrade
+  // a read lock.
+  const type = c.dialect.capabilities.writeTransaction.type;
+  return type
+    ? c.sequelize.transaction({ type: Transaction.TYPES[type] }, run)
     : c.sequelize.transaction(run);
 }

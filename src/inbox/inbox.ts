@@ -4,19 +4,14 @@
  */
 import type { Sequelize } from 'sequelize';
 import { ConfigurationError } from '../errors/outbox-error.js';
-import type { MigrationDialect } from '../storage/migration-statements.js';
-import { postgresDialect } from '../storage/postgres/dialect.js';
-import { postgresRunner } from '../storage/postgres/runner.js';
-import { configureConnections } from '../storage/sqlite/connections.js';
-import { sqliteDialect } from '../storage/sqlite/dialect.js';
-import { sqliteRunner } from '../storage/sqlite/runner.js';
+import { dialectOf } from '../storage/dialects.js';
 import type { InboxContext } from './context.js';
 import { type HandleOptions, handleMessage, type InboxResult, type InboxWork } from './handle.js';
 import type { InboxMessage } from './message.js';
 import { INBOX_TEXT_MAX } from './message.js';
 import { migrateInbox } from './migrate.js';
 import { type InboxPruneOptions, pruneInbox } from './prune.js';
-import { inboxMigrationSql } from './sql-script.js';
+import { inboxMigrationSqlOf, refuseSchema } from './sql-script.js';
 import { inboxStatements } from './statements.js';
 import { DEFAULT_INBOX_PREFIX, inboxTables } from './tables.js';
 
@@ -75,7 +70,7 @@ export interface Inbox {
 }
 
 /**
- * An inbox on the application's Sequelize (PostgreSQL or SQLite), for one consumer.
+ * An inbox on the application's Sequelize (any dialect of the registry, `storage/dialects.ts`), for one consumer.
  *
  * ```ts
  * const orders = inbox(sequelize, { consumer: 'billing' });
@@ -97,20 +92,8 @@ export function inbox(sequelize: Sequelize, options: InboxOptions = {}): Inbox {
       path: 'sequelize',
     });
   }
-  const name = sequelize.getDialect();
-  if (name !== 'postgres' && name !== 'sqlite') {
-    throw new ConfigurationError(
-      `inbox(sequelize) supports PostgreSQL and SQLite; this Sequelize uses ${name}`,
-      { path: 'sequelize' },
-    );
-  }
-  const dialect: MigrationDialect = name;
-  if (options.schema !== undefined && dialect !== 'postgres') {
-    throw new ConfigurationError(
-      `inbox(sequelize, { schema }) is for PostgreSQL; ${dialect} has no schemas`,
-      { path: 'schema' },
-    );
-  }
+  const dialect = dialectOf(sequelize, { who: 'inbox(sequelize)' });
+  refuseSchema(dialect, options.schema, 'inbox(sequelize, { schema })');
   const consumer = options.consumer ?? 'default';
   if (typeof consumer !== 'string' || consumer === '' || consumer.length > INBOX_TEXT_MAX) {
     throw new ConfigurationError(
@@ -127,12 +110,12 @@ export function inbox(sequelize: Sequelize, options: InboxOptions = {}): Inbox {
     );
   }
   const tables = inboxTables(options.tablePrefix ?? DEFAULT_INBOX_PREFIX, options.schema);
-  if (dialect === 'sqlite') configureConnections(sequelize);
+  dialect.configureConnections(sequelize);
   const c: InboxContext = {
     sequelize,
     dialect,
-    sql: dialect === 'postgres' ? postgresDialect : sqliteDialect,
-    runner: dialect === 'postgres' ? postgresRunner(sequelize) : sqliteRunner(sequelize),
+    sql: dialect.sql,
+    runner: dialect.runner(sequelize),
     tables,
     consumer,
     clock: options.clock ?? (() => new Date()),
@@ -144,7 +127,10 @@ export function inbox(sequelize: Sequelize, options: InboxOptions = {}): Inbox {
       handleMessage(c, statements, message, work, handleOptions),
     migrate: () => migrateInbox(c),
     migrationSql: () =>
-      inboxMigrationSql(dialect, { schema: options.schema, tablePrefix: options.tablePrefix }),
+      inboxMigrationSqlOf(dialect, {
+        schema: options.schema,
+        tablePrefix: options.tablePrefix,
+      }),
     prune: (pruneOptions) => pruneInbox(c, statements, pruneOptions),
   };
 }

@@ -5,22 +5,18 @@
  * read which versions are applied, apply the rest in order, each recorded in the same
  * transaction. Idempotent, and safe when two processes run it at once.
  */
-import { postgresExclusively } from '../storage/postgres/migration.js';
-import { sqliteExclusively } from '../storage/sqlite/migration.js';
 import type { InboxContext } from './context.js';
 import { INBOX_MIGRATION_VERSIONS, inboxMigrationBody, inboxPrelude } from './schema.js';
 
 export async function migrateInbox(c: InboxContext): Promise<void> {
   const { runner, tables: t } = c;
-  if (c.dialect === 'sqlite') await runner.run('PRAGMA journal_mode=WAL', []);
-  const exclusively =
-    c.dialect === 'postgres'
-      ? postgresExclusively(
-          c.sequelize,
-          runner,
-          `outboxkit-inbox:${t.schema ?? 'public'}:${t.prefix}`,
-        )
-      : sqliteExclusively(c.sequelize);
+  const { migration } = c.dialect;
+  for (const statement of migration.beforeMigrate) await runner.run(statement, []);
+  const exclusively = migration.exclusively(
+    c.sequelize,
+    runner,
+    `outboxkit-inbox:${t.schema ?? 'public'}:${t.prefix}`,
+  );
   await exclusively(async (transaction) => {
     for (const statement of inboxPrelude(c.dialect, t))
       await runner.run(statement, [], transaction);

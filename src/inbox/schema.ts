@@ -8,11 +8,9 @@
  * migration never changes once released: a later change is a new version.
  */
 
-import type { MigrationDialect } from '../storage/migration-statements.js';
-import { postgresDialect } from '../storage/postgres/dialect.js';
+import type { DialectEntry } from '../storage/dialect-entry.js';
 import type { ColumnType, DdlDialect } from '../storage/sql/dialect.js';
 import type { MigrationScript } from '../storage/sql/migrate.js';
-import { sqliteDialect } from '../storage/sqlite/dialect.js';
 import { quoteIdent } from '../storage/tables.js';
 import type { InboxTables } from './tables.js';
 
@@ -84,35 +82,25 @@ const INBOX_MIGRATIONS: readonly InboxMigration[] = [
 /** Every inbox migration version, in order. */
 export const INBOX_MIGRATION_VERSIONS: readonly number[] = INBOX_MIGRATIONS.map((m) => m.version);
 
-const DDL: Record<MigrationDialect, DdlDialect> = {
-  postgres: postgresDialect.ddl,
-  sqlite: sqliteDialect.ddl,
-};
-
-const NOW_SQL: Record<MigrationDialect, string> = {
-  postgres: 'now()',
-  sqlite: "CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER)",
-};
-
-/** The statements run first: the schema (PostgreSQL), then the versions table. */
-export function inboxPrelude(dialect: MigrationDialect, t: InboxTables): string[] {
+/** The statements run first: the schema (where the dialect has schemas), then the versions table. */
+export function inboxPrelude(dialect: DialectEntry, t: InboxTables): string[] {
   return [
-    ...(dialect === 'postgres' && t.schema
+    ...(dialect.capabilities.schemas && t.schema
       ? [`CREATE SCHEMA IF NOT EXISTS ${quoteIdent(t.schema)}`]
       : []),
-    versionsTable(t, DDL[dialect]),
+    versionsTable(t, dialect.sql.ddl),
   ];
 }
 
 /** The statements of one migration, without the row recording it. */
 export function inboxMigrationBody(
-  dialect: MigrationDialect,
+  dialect: DialectEntry,
   t: InboxTables,
   version: number,
 ): string[] {
   const m = INBOX_MIGRATIONS.find((x) => x.version === version);
   if (!m) throw new Error(`no inbox migration ${version}`);
-  return m.statements(t, DDL[dialect]);
+  return m.statements(t, dialect.sql.ddl);
 }
 
 /**
@@ -122,7 +110,7 @@ export function inboxMigrationBody(
  * sees it applied. Run them in one transaction.
  */
 export function inboxMigrationScript(
-  dialect: MigrationDialect,
+  dialect: DialectEntry,
   t: InboxTables,
   applied: ReadonlySet<number> = new Set(),
 ): MigrationScript {
@@ -132,7 +120,7 @@ export function inboxMigrationScript(
       version,
       statements: [
         ...inboxMigrationBody(dialect, t, version),
-        `INSERT INTO ${t.migrations} (version, applied_at) VALUES (${version}, ${NOW_SQL[dialect]}) ON CONFLICT (version) DO NOTHING`,
+        `INSERT INTO ${t.migrations} (version, applied_at) VALUES (${version}, ${dialect.migration.nowSql}) ON CONFLICT (version) DO NOTHING`,
       ],
     })),
   };

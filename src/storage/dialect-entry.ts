@@ -35,6 +35,16 @@ export interface DatabaseCapabilities {
    * DELETE; MySQL: none).
    */
   readonly returning: { readonly [K in ReturningKind]: boolean };
+  /**
+   * Per statement kind, whether Sequelize's own model statements on this dialect honour
+   * `returning: true` with a RETURNING clause and hand back the rows written (update:
+   * `Model.update`, `increment`, a paranoid `destroy`, `restore`; insert: `bulkCreate`;
+   * delete: a hard `destroy`). Narrower than {@link returning}: Sequelize 6 writes
+   * RETURNING only on PostgreSQL, though SQLite's SQL has it, and never for a hard
+   * `destroy`. What capture reads before it leaves a write's rows to RETURNING rather
+   * than reading them itself.
+   */
+  readonly modelReturning: { readonly [K in ReturningKind]: boolean };
   /** `SELECT … FOR UPDATE`: a read can lock the rows it reads until the transaction ends. */
   readonly rowLocks: boolean;
   /**

@@ -1,6 +1,7 @@
 import type { ClientConfig, Client as PgClient } from 'pg';
 import { ConfigurationError } from '../errors/outbox-error.js';
 import { consoleLogger, type OutboxLogger } from '../observe/logger.js';
+import { dialectsWith, findDialect, listDialects } from '../storage/dialects.js';
 import { checkMaxFailures, reconnectingSubscription } from './reconnecting-subscription.js';
 import type { OutboxWakeup, WakeupConnection, WakeupListenContext } from './wakeup.js';
 
@@ -31,6 +32,9 @@ export interface ListenNotifyOptions {
   readonly maxFailures?: number;
 }
 
+/** The dialects whose databases have LISTEN/NOTIFY (their capabilities say). */
+const LISTEN_NOTIFY_DIALECTS = dialectsWith((c) => c.listenNotify);
+
 /** The channel when none is given. */
 const DEFAULT_CHANNEL = 'outboxkit';
 /** A channel is written into `LISTEN "…"` unescaped, so only plain identifiers pass. */
@@ -45,9 +49,11 @@ const CHANNEL_PATTERN = /^[a-z_][a-z0-9_]{0,62}$/;
  * back every listener is signalled (with no topics), since a NOTIFY sent while it was
  * down was lost.
  *
- * Capabilities: `notifyInWrite` on its channel (so `createOutbox` needs a store that
- * notifies in its write, and `signal()` here does nothing) and `dialects: ['postgres']`.
- * Each signal names one topic: the notification's payload.
+ * Capabilities: `notifyInWrite` on its channel, so `createOutbox` needs a database whose
+ * capabilities have `listenNotify` (the store notifies in its write, and `signal()` here
+ * does nothing); `dialects` lists those of the registry that have it (`['postgres']`), for
+ * a caller choosing a wakeup by its database. Each signal names one topic: the
+ * notification's payload.
  *
  * @throws ConfigurationError when the channel is not a lower-case identifier.
  */
@@ -99,7 +105,10 @@ export function listenNotifyWakeup(options: ListenNotifyOptions = {}): OutboxWak
 
   return {
     name: 'listen-notify',
-    capabilities: { notifyInWrite: { channel }, dialects: ['postgres'] },
+    capabilities: {
+      notifyInWrite: { channel },
+      dialects: LISTEN_NOTIFY_DIALECTS.map((d) => d.name),
+    },
     signal() {
       // Sent by PostgreSQL itself on commit: the NOTIFY rides in the write's statement.
     },
@@ -107,9 +116,9 @@ export function listenNotifyWakeup(options: ListenNotifyOptions = {}): OutboxWak
       if (!options.logger && context?.logger) logger = context.logger;
       if (context?.connection) {
         const given = context.connection;
-        if (given.dialect !== 'postgres') {
+        if (!findDialect(given.dialect)?.capabilities.listenNotify) {
           throw new ConfigurationError(
-            `listenNotifyWakeup() needs PostgreSQL (the outbox's database is ${given.dialect}); use inProcessWakeup() or none`,
+            `listenNotifyWakeup() needs ${listDialects(LISTEN_NOTIFY_DIALECTS, { join: 'or', titles: true })} (the outbox's database is ${given.dialect}); use inProcessWakeup() or none`,
           );
         }
         connection ??= clientConfigOf(given);

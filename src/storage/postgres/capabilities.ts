@@ -10,6 +10,8 @@ import type { DialectCapabilities } from '../store.js';
 export const POSTGRES_DATABASE: DatabaseCapabilities = Object.freeze({
   listenNotify: true,
   returning: Object.freeze({ insert: true, update: true, delete: true }),
+  // Sequelize 6 never adds RETURNING to a hard destroy's DELETE, on any dialect.
+  modelReturning: Object.freeze({ insert: true, update: true, delete: false }),
   rowLocks: true,
   skipLocked: true,
   savepoints: true,

@@ -12,6 +12,9 @@ import type { DialectCapabilities } from '../store.js';
 export const SQLITE_DATABASE: DatabaseCapabilities = Object.freeze({
   listenNotify: false,
   returning: Object.freeze({ insert: true, update: true, delete: true }),
+  // Sequelize 6's SQLite dialect writes no RETURNING for an update or a delete (and reads
+  // an insert's id from lastID): its model statements hand back no rows.
+  modelReturning: Object.freeze({ insert: false, update: false, delete: false }),
   rowLocks: false,
   skipLocked: false,
   savepoints: true,

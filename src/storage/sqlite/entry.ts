@@ -3,7 +3,12 @@ import type { DialectEntry } from '../dialect-entry.js';
 import { SQLITE_DATABASE } from './capabilities.js';
 import { configureConnections } from './connections.js';
 import { sqliteDialect } from './dialect.js';
-import { SQLITE_NOW_SQL, sqliteExclusively, sqliteMigrationProfile } from './migration.js';
+import {
+  SQLITE_BEFORE_MIGRATE,
+  SQLITE_NOW_SQL,
+  sqliteExclusively,
+  sqliteMigrationProfile,
+} from './migration.js';
 import { sqliteRunner } from './runner.js';
 import { SqliteStore } from './store.js';
 
@@ -16,7 +21,7 @@ export const sqliteEntry: DialectEntry<'sqlite'> = Object.freeze<DialectEntry<'s
   configureConnections,
   createStore: (sequelize, tables) => new SqliteStore(sequelize, tables),
   migration: Object.freeze({
-    beforeMigrate: ['PRAGMA journal_mode=WAL'],
+    beforeMigrate: SQLITE_BEFORE_MIGRATE,
     nowSql: SQLITE_NOW_SQL,
     profile: sqliteMigrationProfile,
     exclusively: sqliteExclusively,

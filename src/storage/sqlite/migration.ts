@@ -6,6 +6,12 @@ import { sqliteDialect } from './dialect.js';
 export const SQLITE_NOW_SQL = "CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER)";
 
 /**
+ * Run before a migration, outside any transaction (which refuses it): WAL, so readers never
+ * wait for the relay's writes. The outbox's and the inbox's migrations both run it.
+ */
+export const SQLITE_BEFORE_MIGRATE: readonly string[] = ['PRAGMA journal_mode=WAL'];
+
+/**
  * SQLite's migrations: its DDL spelling and the single-relay lock table; timestamps are
  * epoch milliseconds, so "now" is computed from julianday.
  */

@@ -17,7 +17,7 @@ import type { TableNames } from '../tables.js';
 import { SQLITE_CAPABILITIES } from './capabilities.js';
 import { configureConnections } from './connections.js';
 import { sqliteDialect } from './dialect.js';
-import { sqliteExclusively, sqliteMigrationProfile } from './migration.js';
+import { SQLITE_BEFORE_MIGRATE, sqliteExclusively, sqliteMigrationProfile } from './migration.js';
 import { SQLITE_PRUNE } from './prune.js';
 import { SqliteRelayLock } from './relay-lock.js';
 import { sqliteRunner } from './runner.js';
@@ -59,7 +59,7 @@ export class SqliteStore extends SqlStore {
    * is switched to WAL first, so readers never wait for the relay's writes.
    */
   async migrate(): Promise<void> {
-    await this.runner.run('PRAGMA journal_mode=WAL', []);
+    for (const statement of SQLITE_BEFORE_MIGRATE) await this.runner.run(statement, []);
     const profile = sqliteMigrationProfile();
     await migrate({
       tables: this.t,
