@@ -1,9 +1,11 @@
 /**
- * What capture asks of a dialect, as data: the ONE place src/capture/ learns which
- * database it writes to. Each field decides a way of capturing a write kind, never a
- * dialect's name.
+ * What capture asks of a dialect, as data: the ONE place src/capture/ learns what the
+ * database it writes to can do — from the dialect registry's entry
+ * (src/storage/dialects.ts), never from the dialect's name. Each field decides a way of
+ * capturing a write kind.
  */
 import type { Sequelize } from 'sequelize';
+import { dialectOf } from '../storage/dialects.js';
 
 export interface CaptureCapabilities {
   /**
@@ -28,24 +30,27 @@ export interface CaptureCapabilities {
   readonly singleWriter: boolean;
 }
 
-const POSTGRES: CaptureCapabilities = Object.freeze({
-  returningOnUpdate: true,
-  rowLocks: true,
-  upsertUpdatedSql: `("xmax"::text <> '0')`,
-  singleWriter: false,
-});
-const SQLITE: CaptureCapabilities = Object.freeze({
-  returningOnUpdate: false,
-  rowLocks: false,
-  upsertUpdatedSql: null,
-  singleWriter: true,
-});
+/** What Sequelize 6 says its dialect supports (`sequelize.dialect.supports`). */
+interface SequelizeSupports {
+  readonly dialect?: { readonly supports?: { readonly returnValues?: unknown } };
+}
 
 /**
- * The capture capabilities of the dialect `sequelize` talks. TEMPORARY: decided here by
- * the dialect's name until the dialect registry (src/storage/dialects.ts) is committed;
- * then read from its entry's capabilities.
+ * The capture capabilities of the dialect `sequelize` talks: its registry entry's, and for
+ * RETURNING also Sequelize's own (6.37's SQLite dialect writes no RETURNING for an UPDATE
+ * although SQLite 3.35 takes one, so its rows would never come back).
+ *
+ * @throws {ConfigurationError} for a dialect the registry has no entry for.
  */
 export function captureCapabilities(sequelize: Sequelize): CaptureCapabilities {
-  return sequelize.getDialect() === 'postgres' ? POSTGRES : SQLITE;
+  const database = dialectOf(sequelize, { who: 'installCapture' }).capabilities;
+  const handsBack = Boolean(
+    (sequelize as unknown as SequelizeSupports).dialect?.supports?.returnValues,
+  );
+  return {
+    returningOnUpdate: database.returning.update && handsBack,
+    rowLocks: database.rowLocks,
+    upsertUpdatedSql: database.upsertUpdatedSql,
+    singleWriter: database.singleWriter,
+  };
 }
