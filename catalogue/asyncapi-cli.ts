@@ -4,6 +4,7 @@ import { formatLoadError, loadConfig } from '../src/declare/load-config.js';
 import { OutboxError } from '../src/errors/outbox-error.js';
 import { buildCatalogue, type Catalogue } from '../src/introspect/index.js';
 import { type AsyncApiFormat, renderAsyncApi } from './asyncapi.js';
+import type { CatalogueCommandIo } from './cli.js';
 import { DEFAULT_CATALOGUE_JSON, readCatalogue } from './read-catalogue.js';
 
 /** Options of `outbox catalogue asyncapi`, as commander parses them. */
@@ -37,16 +38,18 @@ interface Resolved {
  * command finds it.
  *
  * Exit codes: 0 written; 1 could not run (a bad option, a catalogue or config that does not
- * load), as the CLI's table has it.
+ * load), as the CLI's table has it. `io`: where it writes, and where paths and the
+ * project's package.json are looked up (`cwd`); the process's own by default.
  */
 export async function runAsyncApiCommand(
   file: string | undefined,
   extra: string | undefined,
   options: AsyncApiCommandOptions,
-  cwd = process.cwd(),
+  io: CatalogueCommandIo = { stdout: process.stdout, stderr: process.stderr, cwd: process.cwd() },
 ): Promise<number> {
+  const { cwd } = io;
   const fail = (message: string) => {
-    console.error(`outbox catalogue asyncapi: ${message}`);
+    io.stderr.write(`outbox catalogue asyncapi: ${message}\n`);
     return 1;
   };
   if (extra !== undefined) return fail(`unexpected argument "${extra}" (one catalogue at most)`);
@@ -64,7 +67,7 @@ export async function runAsyncApiCommand(
     const catalogue = await catalogueFrom(file, options.config, cwd);
     if (typeof catalogue === 'string') {
       // Already a whole message (`outbox: invalid config at file:line …`), as codegen prints it.
-      console.error(catalogue);
+      io.stderr.write(`${catalogue}\n`);
       return 1;
     }
     const project = projectPackage(cwd);
@@ -80,7 +83,7 @@ export async function runAsyncApiCommand(
   }
   if (resolved.title.trim() === '') return fail('--title must not be empty');
   if (resolved.version.trim() === '') return fail('--api-version must not be empty');
-  process.stdout.write(renderAsyncApi(resolved.catalogue, resolved));
+  io.stdout.write(renderAsyncApi(resolved.catalogue, resolved));
   return 0;
 }
 

@@ -16,6 +16,7 @@ import { relative, resolve } from 'node:path';
 import { QueryTypes, Sequelize } from 'sequelize';
 import type { LoadedConfig } from '../src/declare/load-config.js';
 import { ConfigurationError } from '../src/errors/outbox-error.js';
+import type { CliEnv } from './io.js';
 
 /** Where the database came from: the rule of the order above that chose it. */
 export type DatabaseSource = '--url' | 'OUTBOX_DATABASE_URL' | 'DATABASE_URL' | 'config';
@@ -54,15 +55,17 @@ export const DATABASE_ORDER =
 
 /**
  * Resolve the command's database (see the module comment). Opens nothing yet but the
- * Sequelize object; {@link checkReachable} talks to the server.
+ * Sequelize object; {@link checkReachable} talks to the server. `env` is where the URL
+ * variables are read and `cwd` where a `sqlite:` path resolves: the command's io, never
+ * the process's behind its back.
  * @throws {ConfigurationError} when no database is given, or a URL conflicts with the
  * config's own Sequelize.
  */
 export function resolveDatabase(
   loaded: Pick<LoadedConfig, 'file' | 'sequelize'>,
   options: ConnectOptions,
-  env: NodeJS.ProcessEnv = process.env,
-  cwd = process.cwd(),
+  env: CliEnv,
+  cwd: string,
 ): CliDatabase {
   const fromUrl = pickUrl(options.url, env);
   const configSequelize = loaded.sequelize;
@@ -131,7 +134,7 @@ export function resolveDatabase(
 /** The first URL of the order, and which rule gave it. Empty values count as unset. */
 function pickUrl(
   url: string | undefined,
-  env: NodeJS.ProcessEnv,
+  env: CliEnv,
 ): { url: string; source: Exclude<DatabaseSource, 'config'> } | undefined {
   if (url) return { url, source: '--url' };
   for (const name of DATABASE_URL_VARIABLES) {
@@ -199,8 +202,8 @@ function sqliteFileOf(sequelize: Sequelize, cwd: string): string | undefined {
   return storage === ':memory:' ? undefined : storage;
 }
 
-/** A Sequelize's database as a URL without its password. */
-export function describeSequelize(sequelize: Sequelize, cwd = process.cwd()): string {
+/** A Sequelize's database as a URL without its password; a SQLite path resolves in `cwd`. */
+export function describeSequelize(sequelize: Sequelize, cwd: string): string {
   const dialect = sequelize.getDialect();
   if (dialect === 'sqlite') return `sqlite:${sqliteStorageOf(sequelize, cwd)}`;
   const c = sequelize.config;

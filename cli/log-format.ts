@@ -9,6 +9,7 @@
  */
 import { jsonLogger, prettyLogger } from '../src/observe/index.js';
 import type { OutboxLogger } from '../src/observe/logger.js';
+import { type CliIo, type CliStream, colorsOn } from './io.js';
 
 export const LOG_FORMATS = ['pretty', 'json'] as const;
 export type LogFormat = (typeof LOG_FORMATS)[number];
@@ -28,19 +29,29 @@ export interface CliOutput {
   error(message: string, fields?: Record<string, unknown>): void;
 }
 
-/** The outbox's logger for a format: info and above, to stderr. */
-export function outboxLogger(format: LogFormat): OutboxLogger {
-  return format === 'json' ? jsonLogger() : prettyLogger({ name: 'outboxkit' });
+/** The outbox's logger for a format: info and above, to `io.stderr`. */
+export function outboxLogger(format: LogFormat, io: Pick<CliIo, 'stderr' | 'env'>): OutboxLogger {
+  return format === 'json'
+    ? jsonLogger({ stream: io.stderr })
+    : prettyLogger({
+        name: 'outboxkit',
+        stream: io.stderr,
+        colors: colorsOn(io.stderr, io.env),
+      });
 }
 
-/** The command's output for a format. */
-export function cliOutput(format: LogFormat = 'pretty'): CliOutput {
+/** The command's output for a format, on `io`'s streams. */
+export function cliOutput(
+  given: LogFormat | undefined,
+  io: Pick<CliIo, 'stdout' | 'stderr' | 'env'>,
+): CliOutput {
+  const format = given ?? 'pretty';
   if (format === 'json') {
-    const out = jsonLogger({ stream: process.stdout });
-    const err = jsonLogger();
+    const out = jsonLogger({ stream: io.stdout });
+    const err = jsonLogger({ stream: io.stderr });
     return {
       format,
-      logger: outboxLogger(format),
+      logger: outboxLogger(format, io),
       result: (m, f) => out.info(m, f),
       info: (m, f) => err.info(m, f),
       warn: (m, f) => err.warn(m, f),
@@ -48,16 +59,16 @@ export function cliOutput(format: LogFormat = 'pretty'): CliOutput {
     };
   }
   const line =
-    (stream: NodeJS.WriteStream) =>
+    (stream: CliStream) =>
     (message: string): void => {
       stream.write(`outbox: ${message}\n`);
     };
   return {
     format,
-    logger: outboxLogger(format),
-    result: line(process.stdout),
-    info: line(process.stderr),
-    warn: line(process.stderr),
-    error: line(process.stderr),
+    logger: outboxLogger(format, io),
+    result: line(io.stdout),
+    info: line(io.stderr),
+    warn: line(io.stderr),
+    error: line(io.stderr),
   };
 }

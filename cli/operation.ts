@@ -6,6 +6,7 @@
 import { ConfigurationError } from '../src/errors/outbox-error.js';
 import { createOutbox, type Outbox } from '../src/outbox.js';
 import type { OutboxWakeup } from '../src/wakeups/wakeup.js';
+import type { CliIo, CliStream } from './io.js';
 import type { CliOutput } from './log-format.js';
 import type { ConnectionFlags } from './options.js';
 import { schemaStatus } from './schema-status.js';
@@ -36,10 +37,11 @@ export const repeatable = (value: string, previous: readonly string[] | undefine
 export async function withOutbox(
   flags: OperationFlags,
   out: CliOutput,
+  io: Pick<CliIo, 'env' | 'cwd'>,
   work: (outbox: Outbox, session: Session) => Promise<number>,
   options: { readonly wakeRelays?: boolean } = {},
 ): Promise<number> {
-  const session = await openSession(flags, { mustExist: true });
+  const session = await openSession(flags, { mustExist: true }, io);
   try {
     const status = await schemaStatus(session.db.sequelize, session.tables);
     if (status.state !== 'current') {
@@ -78,9 +80,9 @@ async function relayWakeup(session: Session): Promise<OutboxWakeup | null> {
   return served ? wakeup : null;
 }
 
-/** Write `value` as one JSON document on stdout (`--json`). */
-export function printJson(value: unknown): void {
-  process.stdout.write(`${JSON.stringify(value, null, 2)}\n`);
+/** Write `value` as one JSON document on `stdout` (`--json`). */
+export function printJson(stdout: CliStream, value: unknown): void {
+  stdout.write(`${JSON.stringify(value, null, 2)}\n`);
 }
 
 /** The exit codes the operation commands' help prints. */

@@ -9,10 +9,11 @@
  *   batch is a transaction), never an estimate;
  * - `json` (`--json`): one JSON object per batch on stderr, for machines.
  */
+import type { CliStream } from './io.js';
 import type { CliOutput } from './log-format.js';
 
-/** The stream a progress form writes to: stderr, or a test's fake. */
-export type ProgressStream = NodeJS.WritableStream & { isTTY?: boolean; columns?: number };
+/** The stream a progress form writes to: the command's stderr, or a test's fake TTY. */
+export type ProgressStream = CliStream;
 
 /** Which form the progress takes: see the module comment. */
 export type ProgressForm = 'bar' | 'lines' | 'json';
@@ -24,7 +25,7 @@ export type ProgressForm = 'bar' | 'lines' | 'json';
 export function progressForm(
   out: CliOutput,
   json: boolean | undefined,
-  stream: ProgressStream = process.stderr,
+  stream: ProgressStream,
 ): ProgressForm {
   if (json) return 'json';
   return stream.isTTY === true && out.format !== 'json' ? 'bar' : 'lines';
@@ -39,7 +40,8 @@ export interface ProgressOptions {
   readonly unit: string;
   /** The bar's total (counted before the work: only the `bar` form needs it). */
   readonly total: number;
-  readonly stream?: ProgressStream;
+  /** Where it draws: the command's stderr. */
+  readonly stream: ProgressStream;
 }
 
 /** A progress being shown; {@link Progress.stop} it whatever happens. */
@@ -55,7 +57,7 @@ export interface Progress {
 
 /** Start showing progress in the form given (see the module comment). */
 export async function startProgress(out: CliOutput, o: ProgressOptions): Promise<Progress> {
-  const stream = o.stream ?? process.stderr;
+  const stream = o.stream;
   if (o.form === 'json') {
     return {
       batch: (_done, _line, fields) => void stream.write(`${JSON.stringify(fields)}\n`),
@@ -68,7 +70,9 @@ export async function startProgress(out: CliOutput, o: ProgressOptions): Promise
   const { SingleBar, Presets } = (await import('cli-progress')).default;
   const bar = new SingleBar(
     {
-      stream,
+      // cli-progress only writes to it (its cursor moves are readline's, which write
+      // escapes), so any sink will do though its types ask for a whole Writable.
+      stream: stream as NodeJS.WritableStream,
       format: `${o.label} [{bar}] {percentage}% | {value}/{total} ${o.unit}`,
       hideCursor: true,
       clearOnComplete: false,

@@ -9,6 +9,7 @@ import { formatLoadError, type LoadedConfig, loadConfig } from '../src/declare/l
 import { ConfigurationError } from '../src/errors/outbox-error.js';
 import { type TableNames, tableNames } from '../src/storage/tables.js';
 import { type CliDatabase, checkReachable, closeDatabase, resolveDatabase } from './connect.js';
+import type { CliIo } from './io.js';
 import type { ConnectionFlags } from './options.js';
 
 /** A loaded config on a reachable database. */
@@ -32,11 +33,12 @@ const CURRENT_SCHEMA_SQL: Readonly<Record<string, string>> = {
 };
 
 /**
- * Load the config, or throw its load error as the CLI prints it (`config not found at …`,
- * `syntax error at file:line:column`, …).
+ * Load the config (`file`, else the first default name found, relative to `cwd`), or
+ * throw its load error as the CLI prints it (`config not found at …`, `syntax error at
+ * file:line:column`, …).
  */
-export async function loadOrFail(file: string | undefined): Promise<LoadedConfig> {
-  const result = await loadConfig(file);
+export async function loadOrFail(file: string | undefined, cwd: string): Promise<LoadedConfig> {
+  const result = await loadConfig(file, cwd);
   if (!result.ok) {
     throw new ConfigurationError(formatLoadError(result.error).replace(/^outbox: /, ''), {
       path: 'config',
@@ -46,24 +48,42 @@ export async function loadOrFail(file: string | undefined): Promise<LoadedConfig
 }
 
 /**
- * Open a session for a command's flags. `mustExist`: refuse a SQLite file that is not
- * there rather than create an empty one (every command but `migrate`).
+ * Open a session for a command's flags, reading the config and the database variables
+ * from `io` (its `cwd` and `env`). `mustExist`: refuse a SQLite file that is not there
+ * rather than create an empty one (every command but `migrate`).
  * @throws {ConfigurationError} for a config that does not load, no database, a conflict
  * with the config's Sequelize, or a database that does not answer.
  */
 export async function openSession(
   flags: ConnectionFlags,
   options: { mustExist: boolean },
+  io: Pick<CliIo, 'env' | 'cwd'>,
 ): Promise<Session> {
-  const loaded = await loadOrFail(flags.config);
+  const loaded = await loadOrFail(flags.config, io.cwd);
   // Checked before anything opens: a prefix or schema that is not an identifier.
-  const tables = tableNames(flags.tablePrefix ?? 'outbox_', flags.schema);
-  const db = resolveDatabase(loaded, {
-    url: flags.url,
-    useUrlOverConfig: flags.useUrlOverConfig,
-    preparedStatements: flags.preparedStatements,
-    connectTimeoutMs: flags.connectTimeout,
-  });
+  let tables: TableNames;
+  let db: CliDatabase;
+  try {
+    tables = tableNames(flags.tablePrefix ?? 'outbox_', flags.schema);
+    db = resolveDatabase(
+      loaded,
+      {
+        url: flags.url,
+        useUrlOverConfig: flags.useUrlOverConfig,
+        preparedStatements: flags.preparedStatements,
+        connectTimeoutMs: flags.connectTimeout,
+      },
+      io.env,
+      io.cwd,
+    );
+  } catch (error) {
+    await closeConfigSequelize(loaded, undefined);
+    throw error;
+  }
+  const close = async () => {
+    await closeDatabase(db);
+    await closeConfigSequelize(loaded, db);
+  };
   try {
     if (options.mustExist && db.sqliteFile && !existsSync(db.sqliteFile)) {
       throw new MissingDatabaseFile(
@@ -79,9 +99,23 @@ export async function openSession(
     const prefix =
       flags.tablePrefix && flags.tablePrefix !== 'outbox_' ? `, tables ${flags.tablePrefix}*` : '';
     const where = `${db.origin}${schema ? `, schema ${schema}` : ''}${prefix}`;
-    return { loaded, db, tables, schema, where, close: () => closeDatabase(db) };
+    return { loaded, db, tables, schema, where, close };
   } catch (error) {
-    await closeDatabase(db);
+    await close();
     throw error;
   }
+}
+
+/**
+ * Close the Sequelize the config exports when the command did not work through it (a
+ * refusal, `--use-url-over-config`): it has opened nothing, but the config module was
+ * loaded for this command alone, so nothing else will ever close it — and a command run
+ * in-process (`main(argv, io)`) must leave nothing behind.
+ */
+export async function closeConfigSequelize(
+  loaded: Pick<LoadedConfig, 'sequelize'> | undefined,
+  db: Pick<CliDatabase, 'sequelize'> | undefined,
+): Promise<void> {
+  const own = loaded?.sequelize;
+  if (own && own !== db?.sequelize) await own.close().catch(() => {});
 }

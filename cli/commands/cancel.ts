@@ -4,6 +4,7 @@
  */
 import type { Command } from 'commander';
 import { EXIT } from '../exit-codes.js';
+import type { CliIo } from '../io.js';
 import type { CliOutput } from '../log-format.js';
 import { OPERATION_EXIT_HELP, type OperationFlags, printJson, withOutbox } from '../operation.js';
 import { connectionOptions } from '../options.js';
@@ -33,10 +34,11 @@ export async function cancel(
   eventIds: readonly string[],
   flags: CancelFlags,
   out: CliOutput,
+  io: CliIo,
 ): Promise<number> {
-  return withOutbox(flags, out, async (outbox, session) => {
+  return withOutbox(flags, out, io, async (outbox, session) => {
     const result = await outbox.cancelDeliveries(eventIds, { receiverKey: flags.receiver });
-    if (flags.json) printJson(result);
+    if (flags.json) printJson(io.stdout, result);
     else {
       out.result(
         `cancelled ${result.cancelled} on ${session.where}${result.inFlight > 0 ? `; ${result.inFlight} in flight, left to finish` : ''}`,

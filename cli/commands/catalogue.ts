@@ -1,4 +1,5 @@
 import type { Command } from 'commander';
+import type { CliIo } from '../io.js';
 import { configOption } from '../options.js';
 
 /** The actions of `outbox catalogue`. */
@@ -73,26 +74,27 @@ export async function catalogue(
   oldRef: string | undefined,
   newRef: string | undefined,
   flags: Record<string, unknown>,
+  io: CliIo,
 ): Promise<number> {
   if (!isAction(action)) {
-    console.error(
-      `outbox catalogue: unknown action "${action}" (known: ${ACTIONS.join(', ')}; see outbox catalogue --help)`,
+    io.stderr.write(
+      `outbox catalogue: unknown action "${action}" (known: ${ACTIONS.join(', ')}; see outbox catalogue --help)\n`,
     );
     return 2;
   }
   const stray = STRAY[action].filter((o) => flags[o.key] !== undefined);
   if (stray.length > 0) {
-    console.error(
-      `outbox catalogue ${action}: ${stray.map((o) => o.flag).join(', ')} ${stray.length === 1 ? 'is' : 'are'} not an option of ${action} (see outbox catalogue --help)`,
+    io.stderr.write(
+      `outbox catalogue ${action}: ${stray.map((o) => o.flag).join(', ')} ${stray.length === 1 ? 'is' : 'are'} not an option of ${action} (see outbox catalogue --help)\n`,
     );
     return action === 'diff' ? 2 : 1;
   }
   if (action === 'asyncapi') {
     // Imported when run: yaml loads only for this action.
     const { runAsyncApiCommand } = await import('../../catalogue/asyncapi-cli.js');
-    return runAsyncApiCommand(oldRef, newRef, flags);
+    return runAsyncApiCommand(oldRef, newRef, flags, io);
   }
   // Imported when run: handlebars loads only for the catalogue.
   const { runCatalogueCommand } = await import('../../catalogue/cli.js');
-  return runCatalogueCommand(action, oldRef, newRef, flags);
+  return runCatalogueCommand(action, oldRef, newRef, flags, io);
 }

@@ -1,4 +1,6 @@
 import type { Command } from 'commander';
+import type { CodegenOptions } from '../../codegen/run-codegen.js';
+import type { CliIo } from '../io.js';
 import { configOption } from '../options.js';
 
 /** `outbox codegen [--check]`: typed emitters and the catalogue from the config. */
@@ -14,11 +16,39 @@ export function codegenCommand(command: Command): Command {
     .option('--allow-breaking', 'with --check: do not fail on breaking catalogue changes');
 }
 
+/**
+ * Run `outbox codegen` as commander hands it over: map the parsed options onto
+ * `runCodegen`, in `io.cwd`, reading the CI variables from `io.env`, printing to `io`'s
+ * streams. Unknown arguments are refused by name (exit 2).
+ */
 export async function codegen(
   flags: Record<string, unknown>,
   args: readonly string[],
+  io: CliIo,
 ): Promise<number> {
+  if (args.length > 0) {
+    io.stderr.write(
+      `outbox codegen: unexpected argument(s): ${args.join(' ')} (see outbox codegen --help)\n`,
+    );
+    return 2;
+  }
+  const text = (name: string): string | undefined =>
+    typeof flags[name] === 'string' ? (flags[name] as string) : undefined;
+  const options: CodegenOptions = {
+    config: text('config'),
+    out: text('out'),
+    catalogueDir: text('catalogueDir'),
+    importFrom: text('importFrom'),
+    base: text('base'),
+    check: flags.check === true,
+    allowBreaking: flags.allowBreaking === true,
+    cwd: io.cwd,
+    env: io.env,
+  };
   // Imported when run: ts-morph loads only for codegen.
-  const { runCodegenCommand } = await import('../../codegen/cli.js');
-  return runCodegenCommand(flags, args);
+  const { runCodegen } = await import('../../codegen/run-codegen.js');
+  return runCodegen(options, {
+    log: (line) => void io.stdout.write(`${line}\n`),
+    error: (line) => void io.stderr.write(`${line}\n`),
+  });
 }

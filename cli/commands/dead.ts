@@ -6,6 +6,7 @@
 import type { Command } from 'commander';
 import { DEFAULT_DEAD_LETTERS_LIMIT, type DeadLetter } from '../../src/ops/dead-letters.js';
 import { EXIT } from '../exit-codes.js';
+import type { CliIo } from '../io.js';
 import type { CliOutput } from '../log-format.js';
 import { OPERATION_EXIT_HELP, type OperationFlags, printJson, withOutbox } from '../operation.js';
 import { connectionOptions, integer } from '../options.js';
@@ -38,16 +39,16 @@ Then:
     );
 }
 
-export async function dead(flags: DeadFlags, out: CliOutput): Promise<number> {
-  return withOutbox(flags, out, async (outbox, session) => {
+export async function dead(flags: DeadFlags, out: CliOutput, io: CliIo): Promise<number> {
+  return withOutbox(flags, out, io, async (outbox, session) => {
     const letters = await outbox.deadLetters({ receiverKey: flags.receiver, limit: flags.limit });
-    if (flags.json) printJson(letters);
+    if (flags.json) printJson(io.stdout, letters);
     else if (letters.length === 0) out.result(`no dead letters on ${session.where}`);
     else {
       out.result(
         `${letters.length} dead letter${letters.length === 1 ? '' : 's'} on ${session.where}, newest first:`,
       );
-      for (const letter of letters) process.stdout.write(`${describeLetter(letter)}\n`);
+      for (const letter of letters) io.stdout.write(`${describeLetter(letter)}\n`);
     }
     return letters.length > 0 ? EXIT.needsAttention : EXIT.ok;
   });

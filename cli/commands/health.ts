@@ -10,6 +10,7 @@ import { ConfigurationError } from '../../src/errors/outbox-error.js';
 import type { OutboxHealth } from '../../src/ops/health.js';
 import { createOutbox, type Outbox } from '../../src/outbox.js';
 import { EXIT } from '../exit-codes.js';
+import type { CliIo } from '../io.js';
 import type { CliOutput } from '../log-format.js';
 import { type ConnectionFlags, connectionOptions, integer } from '../options.js';
 import { schemaStatus } from '../schema-status.js';
@@ -123,8 +124,8 @@ function oldestAgeMs(health: OutboxHealth): number {
   return health.oldestOwedAt ? Math.max(0, health.at.getTime() - health.oldestOwedAt.getTime()) : 0;
 }
 
-export async function health(flags: HealthFlags, out: CliOutput): Promise<number> {
-  const session = await openSession(flags, { mustExist: true });
+export async function health(flags: HealthFlags, out: CliOutput, io: CliIo): Promise<number> {
+  const session = await openSession(flags, { mustExist: true }, io);
   let outbox: Outbox | undefined;
   try {
     const status = await schemaStatus(session.db.sequelize, session.tables);
@@ -144,8 +145,8 @@ export async function health(flags: HealthFlags, out: CliOutput): Promise<number
     });
     const read = await outbox.health();
     const past = breaches(read, flags);
-    if (flags.json) process.stdout.write(`${JSON.stringify(asJson(read, past), null, 2)}\n`);
-    else process.stdout.write(table(read));
+    if (flags.json) io.stdout.write(`${JSON.stringify(asJson(read, past), null, 2)}\n`);
+    else io.stdout.write(table(read));
     for (const b of past) {
       out.error(
         b.threshold === '--max-oldest-age'

@@ -20,6 +20,7 @@ import { type TableNames, tableNames } from '../../src/storage/tables.js';
 import { closeDatabase, resolveDatabase } from '../connect.js';
 import { EXIT } from '../exit-codes.js';
 import { inboxStatus } from '../inbox-status.js';
+import type { CliIo } from '../io.js';
 import type { CliOutput } from '../log-format.js';
 import {
   MIGRATION_TOOLS,
@@ -29,7 +30,13 @@ import {
 } from '../migration-files.js';
 import { type ConnectionFlags, connectionOptions } from '../options.js';
 import { schemaStatus } from '../schema-status.js';
-import { loadOrFail, MissingDatabaseFile, openSession, type Session } from '../session.js';
+import {
+  closeConfigSequelize,
+  loadOrFail,
+  MissingDatabaseFile,
+  openSession,
+  type Session,
+} from '../session.js';
 
 export interface MigrateFlags extends ConnectionFlags {
   readonly printSql?: boolean;
@@ -80,7 +87,7 @@ Through your own migration tool:
     );
 }
 
-export async function migrate(flags: MigrateFlags, out: CliOutput): Promise<number> {
+export async function migrate(flags: MigrateFlags, out: CliOutput, io: CliIo): Promise<number> {
   if (flags.printSql && flags.emit) {
     throw new ConfigurationError('pass --print-sql or --emit, not both', { path: 'emit' });
   }
@@ -90,13 +97,13 @@ export async function migrate(flags: MigrateFlags, out: CliOutput): Promise<numb
       { path: 'inbox' },
     );
   }
-  if (flags.printSql || flags.emit) return script(flags, out);
+  if (flags.printSql || flags.emit) return script(flags, out, io);
   if (flags.dialect) {
     throw new ConfigurationError('--dialect goes with --print-sql or --emit', { path: 'dialect' });
   }
   let session: Session;
   try {
-    session = await openSession(flags, { mustExist: Boolean(flags.check) });
+    session = await openSession(flags, { mustExist: Boolean(flags.check) }, io);
   } catch (error) {
     // --check: a database that is not there yet is behind by every migration.
     if (!(error instanceof MissingDatabaseFile)) throw error;
@@ -177,8 +184,8 @@ export async function migrate(flags: MigrateFlags, out: CliOutput): Promise<numb
 }
 
 /** `--print-sql` and `--emit`: the statements, from the dialect given or the database's. */
-async function script(flags: MigrateFlags, out: CliOutput): Promise<number> {
-  const dialect = flags.dialect ?? (await dialectOfDatabase(flags));
+async function script(flags: MigrateFlags, out: CliOutput, io: CliIo): Promise<number> {
+  const dialect = flags.dialect ?? (await dialectOfDatabase(flags, io));
   if (flags.schema !== undefined && dialect !== 'postgres') {
     throw new ConfigurationError(`--schema is for PostgreSQL; ${dialect} has no schemas`, {
       path: 'schema',
@@ -207,11 +214,11 @@ async function script(flags: MigrateFlags, out: CliOutput): Promise<number> {
         inboxMigrationSql(dialect, { schema: flags.schema, tablePrefix: flags.tablePrefix }),
       );
     }
-    process.stdout.write(`${lines.join('\n').trimEnd()}\n`);
+    io.stdout.write(`${lines.join('\n').trimEnd()}\n`);
     return EXIT.ok;
   }
   const tool = flags.emit as MigrationTool;
-  const dir = resolve(flags.out);
+  const dir = resolve(io.cwd, flags.out);
   mkdirSync(dir, { recursive: true });
   const existing = readdirSync(dir);
   const files = migrationFiles(statements, tool, {
@@ -221,7 +228,7 @@ async function script(flags: MigrateFlags, out: CliOutput): Promise<number> {
   });
   for (const file of files) {
     const already = existing.find((name) => name.includes(file.marker));
-    const shown = (name: string) => relative(process.cwd(), join(dir, name)) || name;
+    const shown = (name: string) => relative(io.cwd, join(dir, name)) || name;
     if (already) {
       out.result(
         `${shown(already)} is already there (outbox schema version ${file.marker.replace(/\D/g, '')})`,
@@ -237,16 +244,22 @@ async function script(flags: MigrateFlags, out: CliOutput): Promise<number> {
 }
 
 /** The dialect of the database the flags resolve to, without connecting. */
-async function dialectOfDatabase(flags: MigrateFlags): Promise<MigrationDialect> {
-  const loaded = await loadOrFail(flags.config).catch(() => undefined);
+async function dialectOfDatabase(flags: MigrateFlags, io: CliIo): Promise<MigrationDialect> {
+  const loaded = await loadOrFail(flags.config, io.cwd).catch(() => undefined);
   let db: ReturnType<typeof resolveDatabase>;
   try {
-    db = resolveDatabase(loaded ?? { file: 'the config', sequelize: undefined }, {
-      url: flags.url,
-      useUrlOverConfig: flags.useUrlOverConfig,
-      connectTimeoutMs: flags.connectTimeout,
-    });
+    db = resolveDatabase(
+      loaded ?? { file: 'the config', sequelize: undefined },
+      {
+        url: flags.url,
+        useUrlOverConfig: flags.useUrlOverConfig,
+        connectTimeoutMs: flags.connectTimeout,
+      },
+      io.env,
+      io.cwd,
+    );
   } catch {
+    await closeConfigSequelize(loaded, undefined);
     throw new ConfigurationError(
       'pass --dialect postgres|sqlite (or a database, --url or the config’s sequelize, to take it from)',
       { path: 'dialect' },
@@ -254,6 +267,7 @@ async function dialectOfDatabase(flags: MigrateFlags): Promise<MigrationDialect>
   }
   const dialect = db.sequelize.getDialect();
   if (db.owned) await closeDatabase(db);
+  await closeConfigSequelize(loaded, undefined);
   if (dialect !== 'postgres' && dialect !== 'sqlite') {
     throw new ConfigurationError(
       `outboxkit supports PostgreSQL and SQLite; this database is ${dialect}`,

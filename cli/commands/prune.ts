@@ -15,9 +15,10 @@ import { ConfigurationError } from '../../src/errors/outbox-error.js';
 import type { PruneBatch } from '../../src/ops/prune.js';
 import { createOutbox, type Outbox } from '../../src/outbox.js';
 import { EXIT } from '../exit-codes.js';
+import { type CliIo, onStopRequest } from '../io.js';
 import type { CliOutput } from '../log-format.js';
 import { type ConnectionFlags, connectionOptions, integer } from '../options.js';
-import { type ProgressStream, progressForm, startProgress } from '../progress.js';
+import { progressForm, startProgress } from '../progress.js';
 import { schemaStatus } from '../schema-status.js';
 import { openSession } from '../session.js';
 
@@ -84,20 +85,15 @@ config, tables missing or behind, a bad option).
 }
 
 /**
- * Run `outbox prune`. `io.stderr` is where the progress goes (a test hands a fake TTY);
- * the result goes to stdout.
+ * Run `outbox prune`. `io.stderr` is where the progress goes (a bar when it is a TTY: a
+ * test hands a fake one); the result goes to `io.stdout`; `io.signal` (else SIGTERM /
+ * SIGINT) stops it between batches.
  */
-export async function prune(
-  flags: PruneFlags,
-  out: CliOutput,
-  io: { readonly stderr?: ProgressStream } = {},
-): Promise<number> {
-  const session = await openSession(flags, { mustExist: true });
+export async function prune(flags: PruneFlags, out: CliOutput, io: CliIo): Promise<number> {
+  const session = await openSession(flags, { mustExist: true }, io);
   let outbox: Outbox | undefined;
   const stop = new AbortController();
-  const onSignal = () => stop.abort();
-  process.once('SIGINT', onSignal);
-  process.once('SIGTERM', onSignal);
+  const offStop = onStopRequest(io, () => stop.abort(), { once: true });
   try {
     const status = await schemaStatus(session.db.sequelize, session.tables);
     if (status.state !== 'current') {
@@ -165,7 +161,7 @@ export async function prune(
       stopped: stop.signal.aborted,
       seconds,
     };
-    if (flags.json) process.stdout.write(`${JSON.stringify(result)}\n`);
+    if (flags.json) io.stdout.write(`${JSON.stringify(result)}\n`);
     else if (flags.dryRun)
       out.result(`${events} events are due in ${session.where} (nothing deleted)`);
     else
@@ -174,8 +170,7 @@ export async function prune(
       );
     return EXIT.ok;
   } finally {
-    process.off('SIGINT', onSignal);
-    process.off('SIGTERM', onSignal);
+    offStop();
     await outbox?.close();
     await session.close();
   }

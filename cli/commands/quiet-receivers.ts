@@ -8,6 +8,7 @@
 import type { Command } from 'commander';
 import type { QuietReceiver } from '../../src/ops/quiet-receivers.js';
 import { EXIT } from '../exit-codes.js';
+import type { CliIo } from '../io.js';
 import type { CliOutput } from '../log-format.js';
 import { OPERATION_EXIT_HELP, type OperationFlags, printJson, withOutbox } from '../operation.js';
 import { connectionOptions } from '../options.js';
@@ -45,15 +46,19 @@ As a probe:
     );
 }
 
-export async function quietReceivers(flags: QuietReceiversFlags, out: CliOutput): Promise<number> {
-  return withOutbox(flags, out, async (outbox, session) => {
+export async function quietReceivers(
+  flags: QuietReceiversFlags,
+  out: CliOutput,
+  io: CliIo,
+): Promise<number> {
+  return withOutbox(flags, out, io, async (outbox, session) => {
     const at = new Date();
     const quiet = await outbox.quietReceivers({
       now: at,
       within: flags.within === undefined ? undefined : { milliseconds: flags.within },
     });
     if (flags.json) {
-      printJson({
+      printJson(io.stdout, {
         at: at.toISOString(),
         withinSeconds: flags.within === undefined ? null : flags.within / 1000,
         quiet: quiet.map((q) => ({
@@ -69,7 +74,7 @@ export async function quietReceivers(flags: QuietReceiversFlags, out: CliOutput)
       out.result(
         `${quiet.length} receiver${quiet.length === 1 ? ' is' : 's are'} quiet${windowText(flags)} on ${session.where}:`,
       );
-      process.stdout.write(table(quiet, at));
+      io.stdout.write(table(quiet, at));
     }
     return quiet.length > 0 ? EXIT.needsAttention : EXIT.ok;
   });

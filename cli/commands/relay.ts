@@ -3,10 +3,11 @@
  * is owed. It refuses to start on a database without the outbox tables, stops on a
  * database error that is not transient, and exits with the codes of exit-codes.ts.
  *
- * Stopping: the first SIGTERM/SIGINT lets the deliveries in hand finish and hands the
- * unstarted rows back at once (runRelay's signal). If they have not finished after
- * `--shutdown-timeout`, or at a second signal, the relay hands the deliveries still in
- * flight back at once (their leases do, where it cannot), names them and exits 3.
+ * Stopping: the first SIGTERM/SIGINT (or the abort of `io.signal`, which stands in for
+ * them in-process) lets the deliveries in hand finish and hands the unstarted rows back at
+ * once (runRelay's signal). If they have not finished after `--shutdown-timeout`, or at a
+ * second signal, the relay hands the deliveries still in flight back at once (their
+ * leases do, where it cannot), names them and exits 3.
  */
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
@@ -20,6 +21,7 @@ import { runtimeOf } from '../../src/runtime.js';
 import { toDateOrNull } from '../../src/storage/rows.js';
 import type { TableNames } from '../../src/storage/tables.js';
 import { EXIT } from '../exit-codes.js';
+import { type CliIo, onStopRequest } from '../io.js';
 import type { CliOutput } from '../log-format.js';
 import { type MetricsServer, serveMetrics } from '../metrics-server.js';
 import { type ConnectionFlags, connectionOptions, integer } from '../options.js';
@@ -152,8 +154,8 @@ in a package script run by your process manager), not \`npx\`, so SIGTERM reache
     );
 }
 
-export async function relay(flags: RelayFlags, out: CliOutput): Promise<number> {
-  const session = await openSession(flags, { mustExist: true });
+export async function relay(flags: RelayFlags, out: CliOutput, io: CliIo): Promise<number> {
+  const session = await openSession(flags, { mustExist: true }, io);
   let outbox: Outbox | undefined;
   let metrics: MetricsServer | undefined;
   /** Abandoned deliveries still run: closing would wait for them; the process exits instead. */
@@ -195,7 +197,7 @@ export async function relay(flags: RelayFlags, out: CliOutput): Promise<number> 
       );
       out.info(`metrics at ${metrics.url}`, { metrics: metrics.url });
     }
-    return await runUntilStopped(outbox, session, flags, out, state);
+    return await runUntilStopped(outbox, session, flags, out, io, state);
   } finally {
     await metrics?.close();
     if (!state.abandoned) {
@@ -215,6 +217,7 @@ async function runUntilStopped(
   session: Session,
   flags: RelayFlags,
   out: CliOutput,
+  io: Pick<CliIo, 'signal'>,
   state: { abandoned: boolean },
 ): Promise<number> {
   const workerId = `${hostname()}:${process.pid}:${randomBytes(3).toString('hex')}:cli`;
@@ -245,7 +248,7 @@ async function runUntilStopped(
     };
   });
   let shutdownTimer: NodeJS.Timeout | undefined;
-  const onSignal = (signal: NodeJS.Signals) => {
+  const onSignal = (signal: string) => {
     if (stop.signal.aborted) {
       out.warn(`${signal} again: not waiting for the deliveries in hand`);
       abandon?.();
@@ -284,8 +287,7 @@ async function runUntilStopped(
     outbox.on('relay:failed', progress),
     outbox.on('relay:deadLettered', progress),
   ];
-  process.on('SIGTERM', onSignal);
-  process.on('SIGINT', onSignal);
+  const offStop = onStopRequest(io, onSignal);
   try {
     const lane = flags.allLanes ? 'every lane' : `lane ${flags.lane ?? 'default'}`;
     out.info(`relay running on ${session.where} (${lane})${flags.once ? ' (once)' : ''}`, {
@@ -329,8 +331,7 @@ async function runUntilStopped(
     return EXIT.ok;
   } finally {
     clearTimeout(shutdownTimer);
-    process.off('SIGTERM', onSignal);
-    process.off('SIGINT', onSignal);
+    offStop();
     for (const off of offs) off();
   }
 }

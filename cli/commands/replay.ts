@@ -4,6 +4,7 @@
  */
 import type { Command } from 'commander';
 import { EXIT } from '../exit-codes.js';
+import type { CliIo } from '../io.js';
 import type { CliOutput } from '../log-format.js';
 import {
   OPERATION_EXIT_HELP,
@@ -52,13 +53,15 @@ export async function replay(
   eventIds: readonly string[],
   flags: ReplayFlags,
   out: CliOutput,
+  io: CliIo,
 ): Promise<number> {
   return withOutbox(
     flags,
     out,
+    io,
     async (outbox, session) => {
       const result = await outbox.replayEvents(eventIds, { receiverKeys: flags.receiver });
-      if (flags.json) printJson(result);
+      if (flags.json) printJson(io.stdout, result);
       else {
         out.result(
           `replayed on ${session.where}: reopened ${result.reopened}, added ${result.added}`,

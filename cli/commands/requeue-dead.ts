@@ -5,6 +5,7 @@
  */
 import type { Command } from 'commander';
 import { EXIT } from '../exit-codes.js';
+import type { CliIo } from '../io.js';
 import type { CliOutput } from '../log-format.js';
 import {
   OPERATION_EXIT_HELP,
@@ -14,7 +15,7 @@ import {
   withOutbox,
 } from '../operation.js';
 import { connectionOptions, integer } from '../options.js';
-import { type ProgressStream, progressForm, startProgress } from '../progress.js';
+import { progressForm, startProgress } from '../progress.js';
 
 export interface RequeueDeadFlags extends OperationFlags {
   readonly receiver?: string;
@@ -57,17 +58,18 @@ chunk commits (on PostgreSQL, through the LISTEN/NOTIFY channel \`outbox relay\`
 }
 
 /**
- * Run `outbox requeue-dead`. `io.stderr` is where the progress goes (a test hands a fake
- * TTY); the result goes to stdout.
+ * Run `outbox requeue-dead`. `io.stderr` is where the progress goes (a bar when it is a
+ * TTY: a test hands a fake one); the result goes to `io.stdout`.
  */
 export async function requeueDead(
   flags: RequeueDeadFlags,
   out: CliOutput,
-  io: { readonly stderr?: ProgressStream } = {},
+  io: CliIo,
 ): Promise<number> {
   return withOutbox(
     flags,
     out,
+    io,
     async (outbox, session) => {
       const scope = {
         receiverKey: flags.receiver,
@@ -102,7 +104,7 @@ export async function requeueDead(
       } finally {
         progress.stop();
       }
-      if (flags.json) printJson({ requeued });
+      if (flags.json) printJson(io.stdout, { requeued });
       else
         out.result(
           `requeued ${requeued} dead letter${requeued === 1 ? '' : 's'} on ${session.where}`,

@@ -6,6 +6,7 @@ import { Writable } from 'node:stream';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { prune } from '../../cli/commands/prune.js';
 import { requeueDead } from '../../cli/commands/requeue-dead.js';
+import { type CliStream, cliIo } from '../../cli/io.js';
 import type { CliOutput } from '../../cli/log-format.js';
 import { DEFAULT_CONNECT_TIMEOUT_MS } from '../../cli/options.js';
 import { progressForm, startProgress } from '../../cli/progress.js';
@@ -13,7 +14,8 @@ import { createOutbox, type Outbox, silentLogger } from '../../src/index.js';
 import { drainOutbox } from '../../testing/drain.js';
 import { describeEachDialect } from '../support/dialects.js';
 import config from './fixtures/ping.config.js';
-import { type CliDatabase, openCliDatabase, PING_CONFIG, REPO, runCli } from './support/cli.js';
+import { type CliDatabase, openCliDatabase, PING_CONFIG, REPO } from './support/cli.js';
+import { runCliInProcess } from './support/in-process.js';
 
 const CHUNKS_CONFIG = `${REPO}/test/cli/fixtures/ping-chunks.config.ts`;
 
@@ -39,6 +41,10 @@ function lastDrawn(text: string): string {
   const drawn = plain.split(/[\r\n]/).filter((line) => line.trim() !== '');
   return drawn.at(-1) ?? '';
 }
+
+/** A command's io with `stderr` as given: stdout dropped, stopped by nothing. */
+const ioWith = (stderr: CliStream) =>
+  cliIo({ stderr, stdout: { write: () => true }, signal: new AbortController().signal });
 
 /** A command's output, kept. */
 function keptOutput(format: 'pretty' | 'json' = 'pretty') {
@@ -89,7 +95,13 @@ describe('cli progress', () => {
 
   it('not on a TTY: the lines given, one per batch; with --json, the fields as JSON lines', async () => {
     const { out, lines } = keptOutput();
-    const plain = await startProgress(out, { form: 'lines', label: 'x', unit: 'y', total: 0 });
+    const plain = await startProgress(out, {
+      form: 'lines',
+      label: 'x',
+      unit: 'y',
+      total: 0,
+      stream: { write: () => true },
+    });
     plain.batch(1, 'batch 1: 1 events', { batch: 1 });
     plain.batch(2, 'batch 2: 1 events', { batch: 2 });
     plain.stop();
@@ -163,9 +175,11 @@ describeEachDialect('outbox prune and requeue-dead: progress', (dialect) => {
     await settledPings(3);
     const { out, lines } = keptOutput();
     const stream = fakeTty();
-    const code = await prune({ ...flags(PING_CONFIG), olderThan: 0, batchSize: 2 }, out, {
-      stderr: stream,
-    });
+    const code = await prune(
+      { ...flags(PING_CONFIG), olderThan: 0, batchSize: 2 },
+      out,
+      ioWith(stream),
+    );
     expect(code).toBe(0);
     expect(lastDrawn(stream.text())).toBe(`prune [${FULL}] 100% | 3/3 events`);
     // The bar instead of the lines; the result as ever.
@@ -179,9 +193,7 @@ describeEachDialect('outbox prune and requeue-dead: progress', (dialect) => {
     await deadPings(5);
     const { out, lines } = keptOutput();
     const stream = fakeTty();
-    const code = await requeueDead({ ...flags(CHUNKS_CONFIG), limit: 4 }, out, {
-      stderr: stream,
-    });
+    const code = await requeueDead({ ...flags(CHUNKS_CONFIG), limit: 4 }, out, ioWith(stream));
     expect(code).toBe(0);
     expect(lastDrawn(stream.text())).toBe(`requeue-dead [${FULL}] 100% | 4/4 dead letters`);
     expect(lines.result).toEqual([expect.stringMatching(/^requeued 4 dead letters on /)]);
@@ -190,7 +202,7 @@ describeEachDialect('outbox prune and requeue-dead: progress', (dialect) => {
 
   it('requeue-dead when not a TTY prints one line per chunk; --json one JSON line per chunk', async () => {
     await deadPings(5);
-    const cli = (...args: string[]) => runCli([...args, '-c', CHUNKS_CONFIG, ...db.args]);
+    const cli = (...args: string[]) => runCliInProcess([...args, '-c', CHUNKS_CONFIG, ...db.args]);
     const plain = await cli('requeue-dead', '--limit', '3');
     expect(plain.code).toBe(0);
     expect(plain.stderr.match(/chunk \d+: .*/g)).toEqual([
