@@ -70,9 +70,9 @@ export interface DialectLookup {
 export function dialectNamed(name: string, lookup: DialectLookup = {}): DialectEntry {
   const entry = findDialect(name);
   if (entry) return entry;
-  const { who = 'outboxkit', path = 'dialect', found = 'got' } = lookup;
+  const { who, path = 'dialect', found = 'got' } = lookup;
   throw new ConfigurationError(
-    `${who}: outboxkit supports ${listDialects()}; ${found} ${JSON.stringify(name)}`,
+    `${who ? `${who}: ` : ''}outboxkit supports ${listDialects()}; ${found} ${JSON.stringify(name)}`,
     { path },
   );
 }
