@@ -26,6 +26,7 @@ describeEachDialect('capture keeps its state per statement', (dialect) => {
   let second: Outbox;
   let Card: AnyModel;
   let Pass: AnyModel;
+  let Tag: AnyModel;
   let mark = 0;
   let markSecond = 0;
 
@@ -61,13 +62,25 @@ describeEachDialect('capture keeps its state per statement', (dialect) => {
         ...schema,
       },
     );
+    Tag = db.sequelize.define(
+      'StatementTag',
+      { code: DataTypes.STRING },
+      { tableName: 'statement_tags', timestamps: false, ...schema },
+    );
+    // A hook of the user's that hands its options on to another write of the model.
+    Tag.addHook('afterCreate', 'user:child', async (instance, options) => {
+      if (instance.get('code') !== 'parent') return;
+      await Tag.create({ code: 'child' }, { ...options, fields: undefined });
+    });
     await Card.sync();
     await Pass.sync();
+    await Tag.sync();
     const config = defineOutbox({
       events: {},
       capture: [
         capture(Card, { app: 'st', payload: 'beforeAndAfter' }),
         capture(Pass, { app: 'st', payload: 'beforeAndAfter' }),
+        capture(Tag, { app: 'st' }),
       ],
       receivers: {},
     });
@@ -85,6 +98,7 @@ describeEachDialect('capture keeps its state per statement', (dialect) => {
   beforeEach(async () => {
     await Card.destroy({ where: {}, hooks: false });
     await Pass.destroy({ where: {}, hooks: false, force: true });
+    await Tag.destroy({ where: {}, hooks: false });
     mark = (await runtimeOf(outbox).store.readEvents({})).length;
     markSecond = (await runtimeOf(second).store.readEvents({})).length;
   });
@@ -111,6 +125,13 @@ describeEachDialect('capture keeps its state per statement', (dialect) => {
       'nd.statementcard.inserted',
       'nd.statementcard.inserted',
     ]);
+  });
+
+  it("a write a per-row hook hands the bulk statement's options to is still captured", async () => {
+    await Tag.bulkCreate([{ code: 'parent' }, { code: 'other' }], { individualHooks: true });
+    const log = await logOf(outbox, mark);
+    expect(log.map((e) => e.payload.after?.code).sort()).toEqual(['child', 'other', 'parent']);
+    expect(await Tag.count()).toBe(3);
   });
 
   it('two static updates in flight together each write their own rows, before and after', async () => {
