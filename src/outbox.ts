@@ -341,6 +341,7 @@ export function createOutbox<C extends OutboxConfig>(
   const runtime: Runtime = {
     config,
     sequelize,
+    dialect: entry,
     store,
     wakeup,
     logger,

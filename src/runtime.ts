@@ -4,6 +4,7 @@ import type { AroundDelivery, FireHeaders } from './observe/around-delivery.js';
 import type { SafeEmitter } from './observe/events.js';
 import type { OutboxLogger } from './observe/logger.js';
 import type { LaneClaim } from './relay/lanes.js';
+import type { DialectEntry } from './storage/dialect-entry.js';
 import type { OutboxStore } from './storage/store.js';
 import type { OutboxWakeup } from './wakeups/wakeup.js';
 
@@ -117,6 +118,11 @@ export interface RuntimeState {
 export interface Runtime {
   readonly config: OutboxConfig;
   readonly sequelize: Sequelize;
+  /**
+   * The database's entry in the dialect registry: what fire, capture and the relay ask
+   * of the database (`dialect.capabilities`), never its name.
+   */
+  readonly dialect: DialectEntry;
   readonly store: OutboxStore;
   readonly wakeup: OutboxWakeup | undefined;
   readonly logger: OutboxLogger;

@@ -102,6 +102,20 @@ export function dialectOfUrl(url: string): DialectEntry | undefined {
   return DIALECTS.find((d) => d.connection.urlPrefixes.some((p) => url.startsWith(p)));
 }
 
+/**
+ * A URL of a file database (`sqlite:path`, `sqlite://path`, `sqlite::memory:`): its
+ * dialect and the file's path as written (relative paths unresolved); undefined for a
+ * server's URL or one no entry claims.
+ */
+export function fileDatabaseUrl(
+  url: string,
+): { readonly entry: DialectEntry; readonly path: string } | undefined {
+  const entry = dialectOfUrl(url);
+  if (!entry?.connection.file) return undefined;
+  const prefix = entry.connection.urlPrefixes.find((p) => url.startsWith(p)) ?? '';
+  return { entry, path: url.slice(prefix.length).replace(/^\/\//, '') };
+}
+
 /** The URL starts every dialect accepts, as a message lists them: `postgres://, postgresql:// or sqlite:`. */
 export function listUrlPrefixes(): string {
   const all = DIALECTS.flatMap((d) => d.connection.urlPrefixes);

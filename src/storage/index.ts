@@ -22,6 +22,7 @@ export {
   dialectOf,
   dialectOfUrl,
   dialectsWith,
+  fileDatabaseUrl,
   findDialect,
   listDialects,
   listUrlPrefixes,

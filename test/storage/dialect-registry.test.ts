@@ -20,9 +20,12 @@ import {
   dialectNamed,
   dialectOf,
   dialectOfUrl,
+  fileDatabaseUrl,
+  listUrlPrefixes,
   storeCapabilities,
   supportedDialects,
   tableNames,
+  wakeupRefusal,
 } from '../../src/storage/index.js';
 import { migrationStatements } from '../../src/storage/migration-statements.js';
 import { listenNotifyWakeup } from '../../src/wakeups/listen-notify.js';
@@ -148,6 +151,34 @@ describe('the dialect registry', () => {
         if (entry.capabilities.modelReturning[kind])
           expect(entry.capabilities.returning[kind], `${entry.name} ${kind}`).toBe(true);
     }
+  });
+
+  it('finds a dialect by a URL, a file database with its path, and lists the URL starts', () => {
+    expect(dialectOfUrl('postgres://u@h/db')?.name).toBe('postgres');
+    expect(dialectOfUrl('postgresql://u@h/db')?.name).toBe('postgres');
+    expect(dialectOfUrl('sqlite:./app.sqlite')?.name).toBe('sqlite');
+    expect(dialectOfUrl('mssql://h/db')).toBeUndefined();
+    expect(fileDatabaseUrl('sqlite://data/app.sqlite')).toMatchObject({ path: 'data/app.sqlite' });
+    expect(fileDatabaseUrl('sqlite::memory:')).toMatchObject({ path: ':memory:' });
+    expect(fileDatabaseUrl('postgres://u@h/db')).toBeUndefined();
+    expect(listUrlPrefixes()).toMatchInlineSnapshot(`"postgres://, postgresql:// or sqlite:"`);
+  });
+
+  it('says what a wakeup needs of a database, from the capabilities', () => {
+    const postgres = dialectNamed('postgres');
+    const sqlite = dialectNamed('sqlite');
+    const notify = { notifyInWrite: { channel: 'c' } };
+    expect(wakeupRefusal(postgres, notify)).toBeUndefined();
+    expect(wakeupRefusal(sqlite, notify)).toMatchInlineSnapshot(
+      `"needs PostgreSQL (LISTEN/NOTIFY)"`,
+    );
+    expect(wakeupRefusal(sqlite, {})).toBeUndefined();
+    expect(wakeupRefusal(sqlite, { dialects: ['postgres'] })).toBe('needs postgres');
+    expect(listenNotifyWakeup().capabilities.dialects).toEqual(
+      dialectEntries()
+        .filter((d) => d.capabilities.listenNotify)
+        .map((d) => d.name),
+    );
   });
 
   it('has a test database for every dialect', () => {
