@@ -4,7 +4,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { QueryTypes, Sequelize } from 'sequelize';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { PING_CONFIG, REPO, runCli } from './support/cli.js';
+import { PING_CONFIG, REPO } from './support/cli.js';
+import { runCliInProcess } from './support/in-process.js';
 
 describe('outbox basics', () => {
   let dir: string;
@@ -15,12 +16,12 @@ describe('outbox basics', () => {
 
   it('--version prints the package version', async () => {
     const { version } = JSON.parse(readFileSync(join(REPO, 'package.json'), 'utf8'));
-    const result = await runCli(['--version']);
+    const result = await runCliInProcess(['--version']);
     expect([result.code, result.stdout]).toEqual([0, `${version}\n`]);
   });
 
   it('relay --help documents the database order, its variables and the exit codes', async () => {
-    const { stdout, code } = await runCli(['relay', '--help']);
+    const { stdout, code } = await runCliInProcess(['relay', '--help']);
     expect(code).toBe(0);
     expect(stdout).toContain('OUTBOX_DATABASE_URL');
     expect(stdout).toContain('DATABASE_URL');
@@ -28,7 +29,7 @@ describe('outbox basics', () => {
   });
 
   it.each(['migrate', 'relay'])('%s takes every connection option', async (command) => {
-    const { stdout } = await runCli([command, '--help']);
+    const { stdout } = await runCliInProcess([command, '--help']);
     for (const option of [
       '--url',
       '--schema',
@@ -42,7 +43,7 @@ describe('outbox basics', () => {
   });
 
   it('--batch-size abc is refused at parse time, in CLI words, before any config loads', async () => {
-    const result = await runCli([
+    const result = await runCliInProcess([
       'relay',
       '--once',
       '--batch-size',
@@ -59,7 +60,7 @@ describe('outbox basics', () => {
 
   it('--table-prefix names the tables migrate creates', async () => {
     const file = join(dir, 'prefix.sqlite');
-    const result = await runCli([
+    const result = await runCliInProcess([
       'migrate',
       '-c',
       PING_CONFIG,
@@ -79,7 +80,7 @@ describe('outbox basics', () => {
   });
 
   it('codegen reads a .js config like a .ts one', async () => {
-    const result = await runCli([
+    const result = await runCliInProcess([
       'codegen',
       '-c',
       join(REPO, 'test/cli/fixtures/plain-js.config.js'),
@@ -95,7 +96,7 @@ describe('outbox basics', () => {
   });
 
   it('a config that is not a module is refused by name', async () => {
-    const result = await runCli(['codegen', '-c', join(REPO, 'package.json')]);
+    const result = await runCliInProcess(['codegen', '-c', join(REPO, 'package.json')]);
     expect(result.code).toBe(1);
     expect(result.stderr).toContain('a config is a TypeScript or JavaScript module');
   });

@@ -2,10 +2,11 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type CliResult, REPO, runCli } from './support/cli.js';
+import { REPO } from './support/cli.js';
+import { type InProcessResult, runCliInProcess } from './support/in-process.js';
 
 /** A config error is printed for a person: where, what, and no stack trace. */
-function expectReadableFailure(result: CliResult): void {
+function expectReadableFailure(result: InProcessResult): void {
   expect(result.code).toBe(1);
   expect(result.stdout).toBe('');
   expect(result.stderr).toMatch(/^outbox: /);
@@ -39,7 +40,7 @@ describe('outbox with a config it cannot use', () => {
         '',
       ].join('\n'),
     );
-    const result = await runCli(['migrate', '-c', 'broken.config.ts'], { cwd });
+    const result = await runCliInProcess(['migrate', '-c', 'broken.config.ts'], { cwd });
     expectReadableFailure(result);
     expect(result.stderr).toContain('syntax error');
     expect(result.stderr).toContain(`${file}:5:25`);
@@ -47,20 +48,23 @@ describe('outbox with a config it cannot use', () => {
   });
 
   it('a missing config names the path it looked at and how to fix it', async () => {
-    const result = await runCli(['relay', '--once'], { cwd });
+    const result = await runCliInProcess(['relay', '--once'], { cwd });
     expectReadableFailure(result);
     expect(result.stderr).toContain(`no config at ${join(cwd, 'outbox.config.ts')}`);
     expect(result.stderr).toContain('--config');
 
-    const named = await runCli(['migrate', '-c', 'nope.config.ts'], { cwd });
+    const named = await runCliInProcess(['migrate', '-c', 'nope.config.ts'], { cwd });
     expectReadableFailure(named);
     expect(named.stderr).toContain(join(cwd, 'nope.config.ts'));
   });
 
   it('a config with a typo names the config path and the likely fix', async () => {
-    const result = await runCli(['migrate', '-c', join(REPO, 'test/cli/fixtures/typo.config.ts')], {
-      cwd,
-    });
+    const result = await runCliInProcess(
+      ['migrate', '-c', join(REPO, 'test/cli/fixtures/typo.config.ts')],
+      {
+        cwd,
+      },
+    );
     expectReadableFailure(result);
     expect(result.stderr).toContain('invalid config');
     expect(result.stderr).toContain(

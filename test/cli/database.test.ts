@@ -7,7 +7,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { postgresUrl } from '../../testing/databases.js';
-import { APP_CONFIG, PING_CONFIG, runCli } from './support/cli.js';
+import { APP_CONFIG, PING_CONFIG } from './support/cli.js';
+import { runCliInProcess } from './support/in-process.js';
 
 describe('outbox and its database', () => {
   let dir: string;
@@ -19,7 +20,7 @@ describe('outbox and its database', () => {
 
   it('with no database given, refuses and says where one comes from, creating no file', async () => {
     const cwd = mkdtempSync(join(dir, 'empty-'));
-    const result = await runCli(['migrate', '-c', PING_CONFIG], { cwd });
+    const result = await runCliInProcess(['migrate', '-c', PING_CONFIG], { cwd });
     expect(result.code).toBe(1);
     expect(result.stderr).toContain('outbox: no database given');
     for (const source of ['--url', 'OUTBOX_DATABASE_URL', 'DATABASE_URL', 'export const sequelize'])
@@ -30,13 +31,15 @@ describe('outbox and its database', () => {
   it('takes --url, then OUTBOX_DATABASE_URL, then DATABASE_URL, and names the one it used', async () => {
     const [a, b, c] = ['a.sqlite', 'b.sqlite', 'c.sqlite'].map(file);
     const env = { OUTBOX_DATABASE_URL: `sqlite:${b}`, DATABASE_URL: `sqlite:${c}` };
-    const byFlag = await runCli(['migrate', '-c', PING_CONFIG, '--url', `sqlite:${a}`], { env });
+    const byFlag = await runCliInProcess(['migrate', '-c', PING_CONFIG, '--url', `sqlite:${a}`], {
+      env,
+    });
     expect(byFlag.stdout).toBe(
       `outbox: migrated sqlite:${a} (from --url): applied migration 1, 2, 3\n`,
     );
-    const byOutboxVar = await runCli(['migrate', '-c', PING_CONFIG], { env });
+    const byOutboxVar = await runCliInProcess(['migrate', '-c', PING_CONFIG], { env });
     expect(byOutboxVar.stdout).toContain(`sqlite:${b} (from OUTBOX_DATABASE_URL)`);
-    const byAppVar = await runCli(['migrate', '-c', PING_CONFIG], {
+    const byAppVar = await runCliInProcess(['migrate', '-c', PING_CONFIG], {
       env: { DATABASE_URL: env.DATABASE_URL },
     });
     expect(byAppVar.stdout).toContain(`sqlite:${c} (from DATABASE_URL)`);
@@ -45,7 +48,7 @@ describe('outbox and its database', () => {
 
   it('uses the sequelize the config exports, and names it', async () => {
     const app = file('app.sqlite');
-    const result = await runCli(['migrate', '-c', APP_CONFIG], {
+    const result = await runCliInProcess(['migrate', '-c', APP_CONFIG], {
       env: { OUTBOX_TEST_APP_DB: app },
     });
     expect(result.code).toBe(0);
@@ -60,7 +63,7 @@ describe('outbox and its database', () => {
     const app = file('app2.sqlite');
     const other = file('other.sqlite');
     const env = { OUTBOX_TEST_APP_DB: app };
-    const refused = await runCli(
+    const refused = await runCliInProcess(
       ['relay', '--once', '-c', APP_CONFIG, '--url', `sqlite:${other}`],
       {
         env,
@@ -72,7 +75,7 @@ describe('outbox and its database', () => {
     expect(refused.stderr).toContain('--use-url-over-config');
     expect(existsSync(other)).toBe(false);
 
-    const forced = await runCli(
+    const forced = await runCliInProcess(
       ['migrate', '-c', APP_CONFIG, '--url', `sqlite:${other}`, '--use-url-over-config'],
       { env },
     );
@@ -83,7 +86,7 @@ describe('outbox and its database', () => {
 
   it("a URL naming the config's own database goes through the config's sequelize", async () => {
     const app = file('app3.sqlite');
-    const result = await runCli(['migrate', '-c', APP_CONFIG], {
+    const result = await runCliInProcess(['migrate', '-c', APP_CONFIG], {
       env: { OUTBOX_TEST_APP_DB: app, DATABASE_URL: `sqlite:${app}` },
     });
     expect(result.code).toBe(0);
@@ -94,7 +97,7 @@ describe('outbox and its database', () => {
     'masks the password and names the PostgreSQL schema it works in',
     async () => {
       const url = postgresUrl().replace('postgres://postgres@', 'postgres://postgres:s3cret@');
-      const result = await runCli(['migrate', '--check', '-c', PING_CONFIG], {
+      const result = await runCliInProcess(['migrate', '--check', '-c', PING_CONFIG], {
         env: { DATABASE_URL: url },
       });
       expect(result.stdout + result.stderr).not.toContain('s3cret');

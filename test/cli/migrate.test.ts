@@ -1,7 +1,8 @@
 import { QueryTypes } from 'sequelize';
 import { afterEach, beforeEach, expect, it } from 'vitest';
 import { describeEachDialect } from '../support/dialects.js';
-import { type CliDatabase, openCliDatabase, PING_CONFIG, runCli } from './support/cli.js';
+import { type CliDatabase, openCliDatabase, PING_CONFIG } from './support/cli.js';
+import { runCliInProcess } from './support/in-process.js';
 
 /** The outbox's tables; SQLite also gets the single-relay lock (it cannot skip locked rows). */
 function expectedTables(dialect: 'sqlite' | 'postgres'): string[] {
@@ -45,7 +46,7 @@ describeEachDialect('outbox migrate', (dialect) => {
   afterEach(() => db.cleanup());
 
   it('creates the outbox tables, and running it again changes nothing', async () => {
-    const first = await runCli(['migrate', '-c', PING_CONFIG, ...db.args]);
+    const first = await runCliInProcess(['migrate', '-c', PING_CONFIG, ...db.args]);
     expect(first.stderr).toBe('');
     expect(first.code).toBe(0);
     expect(first.stdout).toMatch(/^outbox: migrated /);
@@ -53,16 +54,16 @@ describeEachDialect('outbox migrate', (dialect) => {
     const applied = await migrationsOf(db);
     expect(applied.length).toBeGreaterThan(0);
 
-    const second = await runCli(['migrate', '-c', PING_CONFIG, ...db.args]);
+    const second = await runCliInProcess(['migrate', '-c', PING_CONFIG, ...db.args]);
     expect(second.stderr).toBe('');
     expect(second.code).toBe(0);
     expect(await tablesOf(db)).toEqual(expectedTables(dialect.name));
     expect(await migrationsOf(db)).toEqual(applied);
   });
 
-  it('run by two processes at once, both succeed and each migration is applied once', async () => {
+  it('run twice at once (two connections), both succeed and each migration is applied once', async () => {
     const args = ['migrate', '-c', PING_CONFIG, ...db.args];
-    const [a, b] = await Promise.all([runCli(args), runCli(args)]);
+    const [a, b] = await Promise.all([runCliInProcess(args), runCliInProcess(args)]);
     expect([a.code, a.stderr, b.code, b.stderr]).toEqual([0, '', 0, '']);
     expect(await tablesOf(db)).toEqual(expectedTables(dialect.name));
     const versions = (await migrationsOf(db)).map((m) => m.version);
