@@ -141,7 +141,8 @@ export interface DeliveryCounts {
 
 /**
  * What a dialect can do, as data: the relay, the CLI and fire ask these, never the
- * dialect's name (pg-boss' `dialect.ts`, BullMQ's optional features as data).
+ * dialect's name (pg-boss' `dialect.ts`, BullMQ's optional features as data). Derived from
+ * the dialect registry's `DatabaseCapabilities` (`storeCapabilities`, `dialect-entry.ts`).
  */
 export interface DialectCapabilities {
   /** Whether two relays can split the queue (row locks with SKIP LOCKED). */

@@ -16,8 +16,10 @@
  * - `statements.ts` + `store.ts`: insert with `INSERT IGNORE … RETURNING` (10.5+), the claim
  *   as `SELECT … FOR UPDATE SKIP LOCKED` of {@link claimCandidates} then an `UPDATE` of those
  *   ids in one short transaction, the record as a join on `JSON_TABLE`;
- * - capabilities `{ splitsQueue: true, writers: 'many', notifiesInWrite: false }` and no
- *   single-writer lock; migrations locked with `GET_LOCK()`.
+ * - `capabilities.ts` (its `DatabaseCapabilities`: no LISTEN/NOTIFY, RETURNING on INSERT and
+ *   DELETE, SKIP LOCKED, no schemas; so the store splits the queue and has no single-writer
+ *   lock) and `entry.ts` (its `DialectEntry`), listed once in `storage/dialects.ts`;
+ *   migrations locked with `GET_LOCK()`.
  * The migrate loop, the schema description, the conditions, the SET clause of the record
  * and the idempotency tail are reused as they are.
  */
