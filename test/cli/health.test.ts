@@ -2,7 +2,8 @@ import { afterEach, beforeEach, expect, it } from 'vitest';
 import { createOutbox, type Outbox, silentLogger } from '../../src/index.js';
 import { describeEachDialect } from '../support/dialects.js';
 import config from './fixtures/ping.config.js';
-import { type CliDatabase, openCliDatabase, PING_CONFIG, runCli } from './support/cli.js';
+import { type CliDatabase, openCliDatabase, PING_CONFIG } from './support/cli.js';
+import { runCliInProcess } from './support/in-process.js';
 
 const MINUTE = 60_000;
 
@@ -32,7 +33,8 @@ describeEachDialect('outbox health', (dialect) => {
     outbox.fireMany(
       Array.from({ length: count }, (_, n) => ({ name: 'test.Ping' as const, payload: { n } })),
     );
-  const health = (...args: string[]) => runCli(['health', '-c', PING_CONFIG, ...db.args, ...args]);
+  const health = (...args: string[]) =>
+    runCliInProcess(['health', '-c', PING_CONFIG, ...db.args, ...args]);
 
   /** Run SQL on the outbox's delivery rows. */
   async function onDeliveries(set: string): Promise<void> {
@@ -150,7 +152,7 @@ describeEachDialect('outbox health', (dialect) => {
       if (dialect.name === 'sqlite') {
         await other.outboxOptions.sequelize.query('CREATE TABLE unrelated (id integer)');
       }
-      const result = await runCli(['health', '-c', PING_CONFIG, ...other.args]);
+      const result = await runCliInProcess(['health', '-c', PING_CONFIG, ...other.args]);
       expect(result.code).toBe(1);
       expect(result.stderr).toContain('the outbox tables are missing');
     } finally {
@@ -159,7 +161,7 @@ describeEachDialect('outbox health', (dialect) => {
   });
 
   it('documents the thresholds and the exit codes in --help', async () => {
-    const result = await runCli(['health', '--help']);
+    const result = await runCliInProcess(['health', '--help']);
     expect(result.code).toBe(0);
     for (const text of [
       '--max-owed',

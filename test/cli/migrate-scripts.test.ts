@@ -10,7 +10,8 @@ import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { afterEach, beforeEach, expect, it } from 'vitest';
 import { describeEachDialect } from '../support/dialects.js';
-import { type CliDatabase, openCliDatabase, PING_CONFIG, runCli } from './support/cli.js';
+import { type CliDatabase, openCliDatabase, PING_CONFIG } from './support/cli.js';
+import { runCliInProcess } from './support/in-process.js';
 
 describeEachDialect('outbox migrate through your own tool', (dialect) => {
   let db: CliDatabase;
@@ -23,7 +24,7 @@ describeEachDialect('outbox migrate through your own tool', (dialect) => {
     await db.cleanup();
     rmSync(dir, { recursive: true, force: true });
   });
-  const check = () => runCli(['migrate', '--check', '-c', PING_CONFIG, ...db.args]);
+  const check = () => runCliInProcess(['migrate', '--check', '-c', PING_CONFIG, ...db.args]);
 
   it('--check exits 2 while migrations are pending, 0 once applied', async () => {
     const before = await check();
@@ -31,14 +32,14 @@ describeEachDialect('outbox migrate through your own tool', (dialect) => {
     expect(before.stderr).toMatch(
       /is behind: every migration \(the tables are missing\) pending|every migration is pending/,
     );
-    expect((await runCli(['migrate', '-c', PING_CONFIG, ...db.args])).code).toBe(0);
+    expect((await runCliInProcess(['migrate', '-c', PING_CONFIG, ...db.args])).code).toBe(0);
     const after = await check();
     expect(after.code).toBe(0);
     expect(after.stdout).toContain('is up to date (migrations 1, 2, 3)');
   });
 
   it('--print-sql --dialect prints the DDL without a database, and running it migrates', async () => {
-    const printed = await runCli([
+    const printed = await runCliInProcess([
       'migrate',
       '--print-sql',
       '--dialect',
@@ -61,7 +62,7 @@ describeEachDialect('outbox migrate through your own tool', (dialect) => {
     '--emit %s writes a migration file that migrates, once',
     async (tool) => {
       const args = ['migrate', '--emit', tool, '--out', dir, '-c', PING_CONFIG, ...db.args];
-      const first = await runCli(args);
+      const first = await runCliInProcess(args);
       expect(first.code).toBe(0);
       // One file per migration version.
       const names = readdirSync(dir).sort();
@@ -69,7 +70,7 @@ describeEachDialect('outbox migrate through your own tool', (dialect) => {
       expect(names[0]).toMatch(/^\d{14}-outboxkit-v1\.(cjs|mjs)$/);
       expect(names[1]).toMatch(/^\d{14}-outboxkit-v2\.(cjs|mjs)$/);
       expect(names[2]).toMatch(/^\d{14}-outboxkit-v3\.(cjs|mjs)$/);
-      const second = await runCli(args);
+      const second = await runCliInProcess(args);
       expect(second.stdout).toContain('is already there');
       expect(readdirSync(dir).sort()).toEqual(names);
 

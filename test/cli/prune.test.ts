@@ -4,7 +4,8 @@ import { createOutbox, type Outbox, silentLogger } from '../../src/index.js';
 import { runtimeOf } from '../../src/runtime.js';
 import { describeEachDialect } from '../support/dialects.js';
 import config from './fixtures/ping.config.js';
-import { type CliDatabase, openCliDatabase, PING_CONFIG, runCli } from './support/cli.js';
+import { type CliDatabase, openCliDatabase, PING_CONFIG } from './support/cli.js';
+import { runCliInProcess } from './support/in-process.js';
 
 describeEachDialect('outbox prune', (dialect) => {
   let db: CliDatabase;
@@ -36,10 +37,10 @@ describeEachDialect('outbox prune', (dialect) => {
 
   it('--dry-run counts what is due and deletes nothing', async () => {
     await seed();
-    const recent = await runCli(['prune', '--dry-run', '-c', PING_CONFIG, ...db.args]);
+    const recent = await runCliInProcess(['prune', '--dry-run', '-c', PING_CONFIG, ...db.args]);
     expect(recent.code).toBe(0);
     expect(recent.stdout).toContain('0 events are due');
-    const json = await runCli([
+    const json = await runCliInProcess([
       'prune',
       '--dry-run',
       '--older-than',
@@ -56,7 +57,7 @@ describeEachDialect('outbox prune', (dialect) => {
 
   it('prunes batch by batch, one line per batch when not a TTY, and never an owed event', async () => {
     await seed();
-    const result = await runCli([
+    const result = await runCliInProcess([
       'prune',
       '--older-than',
       '0s',
@@ -74,7 +75,7 @@ describeEachDialect('outbox prune', (dialect) => {
 
   it('--json prints the result as one JSON object and each batch as a JSON line', async () => {
     await seed();
-    const result = await runCli([
+    const result = await runCliInProcess([
       'prune',
       '--older-than',
       '0s',
@@ -102,7 +103,14 @@ describeEachDialect('outbox prune', (dialect) => {
   });
 
   it('refuses a window without a unit, exit 1', async () => {
-    const result = await runCli(['prune', '--older-than', '7', '-c', PING_CONFIG, ...db.args]);
+    const result = await runCliInProcess([
+      'prune',
+      '--older-than',
+      '7',
+      '-c',
+      PING_CONFIG,
+      ...db.args,
+    ]);
     expect(result.code).toBe(1);
     expect(result.stderr).toContain("option '--older-than <window>' argument '7' is invalid");
     expect(await events()).toBe(0);
