@@ -7,13 +7,14 @@ import { createOutbox, type Outbox, silentLogger } from '../../src/index.js';
 import { drainOutbox } from '../../testing/drain.js';
 import { describeEachDialect } from '../support/dialects.js';
 import config from './fixtures/ping.config.js';
-import { type CliDatabase, openCliDatabase, PING_CONFIG, runCli } from './support/cli.js';
+import { type CliDatabase, openCliDatabase, PING_CONFIG } from './support/cli.js';
+import { runCliInProcess } from './support/in-process.js';
 
 describe('outbox dead, requeue-dead, replay, cancel: help', () => {
   it.each(['dead', 'requeue-dead', 'replay', 'cancel'])(
     '%s --help documents --json and the exit codes',
     async (command) => {
-      const { stdout, code } = await runCli([command, '--help']);
+      const { stdout, code } = await runCliInProcess([command, '--help']);
       expect(code).toBe(0);
       expect(stdout).toContain('--json');
       expect(stdout).toMatch(/Exit codes:\n {2}0 .*\n {2}1 [\s\S]*\n {2}2 /);
@@ -44,7 +45,7 @@ describeEachDialect('outbox dead, requeue-dead, replay, cancel', (dialect) => {
     await db.cleanup();
   });
 
-  const cli = (...args: string[]) => runCli([...args, '-c', PING_CONFIG, ...db.args]);
+  const cli = (...args: string[]) => runCliInProcess([...args, '-c', PING_CONFIG, ...db.args]);
 
   /** Fire pings and spend their whole budget (the fixture fails while OUTBOX_TEST_FAIL is set). */
   async function deadPings(...ns: number[]) {

@@ -7,11 +7,12 @@ import { createOutbox, type Outbox, silentLogger } from '../../src/index.js';
 import { drainOutbox } from '../../testing/drain.js';
 import { describeEachDialect } from '../support/dialects.js';
 import config from './fixtures/ping.config.js';
-import { type CliDatabase, openCliDatabase, PING_CONFIG, runCli } from './support/cli.js';
+import { type CliDatabase, openCliDatabase, PING_CONFIG } from './support/cli.js';
+import { runCliInProcess } from './support/in-process.js';
 
 describe('outbox quiet-receivers: help', () => {
   it('documents --within, --json and the exit codes', async () => {
-    const { stdout, code } = await runCli(['quiet-receivers', '--help']);
+    const { stdout, code } = await runCliInProcess(['quiet-receivers', '--help']);
     expect(code).toBe(0);
     expect(stdout).toContain('--within <duration>');
     expect(stdout).toContain('--json');
@@ -44,7 +45,7 @@ describeEachDialect('outbox quiet-receivers', (dialect) => {
     await db.cleanup();
   });
 
-  const cli = (...args: string[]) => runCli([...args, '-c', PING_CONFIG, ...db.args]);
+  const cli = (...args: string[]) => runCliInProcess([...args, '-c', PING_CONFIG, ...db.args]);
 
   /** Move every success `ms` into the past. */
   async function succeededAgo(ms: number) {

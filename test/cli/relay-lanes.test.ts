@@ -5,7 +5,8 @@ import { afterAll, afterEach, beforeAll, beforeEach, expect, it } from 'vitest';
 import { createOutbox, type Outbox, silentLogger } from '../../src/index.js';
 import { describeEachDialect } from '../support/dialects.js';
 import config from './fixtures/lanes.config.js';
-import { type CliDatabase, openCliDatabase, runCli } from './support/cli.js';
+import { type CliDatabase, openCliDatabase } from './support/cli.js';
+import { runCliInProcess } from './support/in-process.js';
 
 const LANES_CONFIG = join(import.meta.dirname, 'fixtures/lanes.config.ts');
 
@@ -42,7 +43,7 @@ describeEachDialect('outbox relay --lane / --topic', (dialect) => {
   });
 
   const relay = (...flags: string[]) =>
-    runCli(['relay', '--once', '-c', LANES_CONFIG, ...flags, ...db.args], {
+    runCliInProcess(['relay', '--once', '-c', LANES_CONFIG, ...flags, ...db.args], {
       env: { OUTBOX_TEST_RECEIVED: file },
     });
 
@@ -80,7 +81,7 @@ describeEachDialect('outbox relay --lane / --topic', (dialect) => {
   });
 
   it('--help documents the lane and topic flags', async () => {
-    const result = await runCli(['relay', '--help']);
+    const result = await runCliInProcess(['relay', '--help']);
     for (const flag of [
       '--lane <lane>',
       '--all-lanes',
