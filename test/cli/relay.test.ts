@@ -11,10 +11,9 @@ import {
   openCliDatabase,
   PING_CONFIG,
   receivedNumbers,
-  runCli,
-  startCli,
   waitFor,
 } from './support/cli.js';
+import { runCliInProcess, startCliInProcess } from './support/in-process.js';
 
 describeEachDialect('outbox relay', (dialect) => {
   let db: CliDatabase;
@@ -50,7 +49,7 @@ describeEachDialect('outbox relay', (dialect) => {
   it('--once delivers what is owed, in order per ordering key, and exits 0', async () => {
     // One key: its events are promised in order even with the relay's default concurrency.
     await firePings(12, 'pings');
-    const result = await runCli(['relay', '--once', '-c', PING_CONFIG, ...db.args], {
+    const result = await runCliInProcess(['relay', '--once', '-c', PING_CONFIG, ...db.args], {
       env: { OUTBOX_TEST_RECEIVED: received },
     });
     expect(result.code).toBe(0);
@@ -61,13 +60,14 @@ describeEachDialect('outbox relay', (dialect) => {
 
   it('SIGTERM finishes the delivery in hand, hands the rest back and exits 0', async () => {
     await firePings(30);
-    const relay = startCli(['relay', '-c', PING_CONFIG, '--concurrency', '1', ...db.args], {
-      env: { OUTBOX_TEST_RECEIVED: received, OUTBOX_TEST_DELAY_MS: '100' },
-    });
+    const relay = startCliInProcess(
+      ['relay', '-c', PING_CONFIG, '--concurrency', '1', ...db.args],
+      { env: { OUTBOX_TEST_RECEIVED: received, OUTBOX_TEST_DELAY_MS: '100' } },
+    );
     await waitFor(() => receivedNumbers(received).length >= 2, 'the relay to deliver two events');
-    relay.child.kill('SIGTERM');
+    relay.stop('SIGTERM');
     const result = await relay.done;
-    expect(result.stderr).toContain('outbox: stopping');
+    expect(result.stderr).toContain('outbox: stopping (SIGTERM)');
     expect(result.code).toBe(0);
 
     // Everything the relay delivered is recorded as delivered, in order.
@@ -98,13 +98,13 @@ describeEachDialect('outbox relay', (dialect) => {
       const lock = runtimeOf(outbox).store.relayLock!;
       const now = new Date();
       await lock.acquire('killed-relay', now, new Date(now.getTime() + 15_000));
-      const refused = await runCli(['relay', '--once', '-c', PING_CONFIG, ...db.args], {
+      const refused = await runCliInProcess(['relay', '--once', '-c', PING_CONFIG, ...db.args], {
         env: { OUTBOX_TEST_RECEIVED: received },
       });
       expect(refused.code).toBe(1);
       expect(refused.stderr).toMatch(/\(killed-relay\) until \S+Z, \d+ s from now/);
       expect(refused.stderr).toContain('--allow-unsafe-concurrency');
-      const forced = await runCli(
+      const forced = await runCliInProcess(
         ['relay', '--once', '--allow-unsafe-concurrency', '-c', PING_CONFIG, ...db.args],
         { env: { OUTBOX_TEST_RECEIVED: received } },
       );

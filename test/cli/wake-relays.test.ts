@@ -1,7 +1,8 @@
 /**
  * Issue 9: `outbox requeue-dead` and `outbox replay` wake a running `outbox relay` (another
  * process) through PostgreSQL's LISTEN/NOTIFY when they commit, so it delivers at once
- * rather than at the end of its poll.
+ * rather than at the end of its poll. The commands run in-process, each on connections of
+ * its own, so the wakeup still goes through the server: nothing in-process links them.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -16,10 +17,9 @@ import {
   openCliDatabase,
   PING_CONFIG,
   receivedNumbers,
-  runCli,
-  startCli,
   waitFor,
 } from './support/cli.js';
+import { runCliInProcess, startCliInProcess } from './support/in-process.js';
 
 /** A poll no test waits out: a delivery that comes within seconds came from the NOTIFY. */
 const POLL_MS = '600000';
@@ -56,9 +56,12 @@ describePostgres('outbox requeue-dead and replay wake a running relay', () => {
     }
     expect(await outbox.countDeliveries()).toMatchObject({ dead: 1 });
 
-    const relay = startCli(['relay', '-c', PING_CONFIG, '--poll-interval', POLL_MS, ...db.args], {
-      env: { OUTBOX_TEST_RECEIVED: received },
-    });
+    const relay = startCliInProcess(
+      ['relay', '-c', PING_CONFIG, '--poll-interval', POLL_MS, ...db.args],
+      {
+        env: { OUTBOX_TEST_RECEIVED: received },
+      },
+    );
     try {
       await waitFor(() => relay.output().stderr.includes('relay running'), 'the relay to start');
       // A probe, fired with the NOTIFY `outbox relay` listens for: delivered by the relay's
@@ -73,7 +76,7 @@ describePostgres('outbox requeue-dead and replay wake a running relay', () => {
       await notifying.close();
       await waitFor(() => receivedNumbers(received).includes(2), 'the relay to deliver the probe');
 
-      const requeued = await runCli(['requeue-dead', '-c', PING_CONFIG, ...db.args]);
+      const requeued = await runCliInProcess(['requeue-dead', '-c', PING_CONFIG, ...db.args]);
       expect(requeued.code).toBe(0);
       const requeuedAt = Date.now();
       await waitFor(
@@ -83,7 +86,7 @@ describePostgres('outbox requeue-dead and replay wake a running relay', () => {
       );
       expect(Date.now() - requeuedAt).toBeLessThan(10_000);
 
-      const replayed = await runCli(['replay', probe.id, '-c', PING_CONFIG, ...db.args]);
+      const replayed = await runCliInProcess(['replay', probe.id, '-c', PING_CONFIG, ...db.args]);
       expect(replayed.code).toBe(0);
       await waitFor(
         () => receivedNumbers(received).filter((n) => n === 2).length === 2,
@@ -92,7 +95,7 @@ describePostgres('outbox requeue-dead and replay wake a running relay', () => {
       );
       expect(receivedNumbers(received)).toEqual([2, 1, 2]);
     } finally {
-      relay.child.kill('SIGTERM');
+      relay.stop('SIGTERM');
       await relay.done;
     }
   }, 60_000);
