@@ -5,6 +5,7 @@
  * capturing a write kind.
  */
 import type { Sequelize } from 'sequelize';
+import { dialectSupports } from '../sequelize/internals.js';
 import { dialectOf } from '../storage/dialects.js';
 
 export interface CaptureCapabilities {
@@ -30,11 +31,6 @@ export interface CaptureCapabilities {
   readonly singleWriter: boolean;
 }
 
-/** What Sequelize 6 says its dialect supports (`sequelize.dialect.supports`). */
-interface SequelizeSupports {
-  readonly dialect?: { readonly supports?: { readonly returnValues?: unknown } };
-}
-
 /**
  * The capture capabilities of the dialect `sequelize` talks: its registry entry's, and for
  * RETURNING also Sequelize's own (6.37's SQLite dialect writes no RETURNING for an UPDATE
@@ -44,9 +40,7 @@ interface SequelizeSupports {
  */
 export function captureCapabilities(sequelize: Sequelize): CaptureCapabilities {
   const database = dialectOf(sequelize, { who: 'installCapture' }).capabilities;
-  const handsBack = Boolean(
-    (sequelize as unknown as SequelizeSupports).dialect?.supports?.returnValues,
-  );
+  const handsBack = Boolean(dialectSupports(sequelize).returnValues);
   return {
     returningOnUpdate: database.returning.update && handsBack,
     rowLocks: database.rowLocks,

@@ -1,33 +1,21 @@
 import type { Sequelize, Transaction } from 'sequelize';
 import { ConfigurationError, ValidationError } from '../errors/outbox-error.js';
-
-/** What Sequelize 6 keeps on a transaction and does not type. */
-interface TransactionInternals {
-  readonly sequelize?: unknown;
-  /** `commit` or `rollback` once ended (a savepoint too: released or rolled back). */
-  readonly finished?: string;
-  /** The enclosing transaction of a savepoint (`sequelize.transaction({ transaction })`). */
-  readonly parent?: Transaction;
-}
-
-const internals = (t: Transaction) => t as unknown as TransactionInternals;
+import {
+  clsTransaction,
+  finishedOf,
+  instanceOptions,
+  parentOf,
+  transactionSequelize,
+} from '../sequelize/internals.js';
 
 /** The outermost transaction of a savepoint (itself for a transaction that is no savepoint). */
 export function rootOf(transaction: Transaction): Transaction {
   let t = transaction;
-  for (let parent = internals(t).parent; parent; parent = internals(t).parent) t = parent;
+  for (let parent = parentOf(t); parent; parent = parentOf(t)) t = parent;
   return t;
 }
 
-/** The enclosing transaction of a savepoint, undefined for a root. */
-export function parentOf(transaction: Transaction): Transaction | undefined {
-  return internals(transaction).parent;
-}
-
-/** How it ended (`commit` or `rollback`), undefined while open. */
-export function finishedOf(transaction: Transaction): string | undefined {
-  return internals(transaction).finished;
-}
+export { finishedOf, parentOf };
 
 /**
  * What a call that joins the caller's transaction says when it refuses one: each call
@@ -70,7 +58,7 @@ export function joinTransaction(
 ): Transaction | undefined {
   if (explicit === null) return undefined;
   if (explicit) {
-    if (internals(explicit).sequelize !== sequelize) {
+    if (transactionSequelize(explicit) !== sequelize) {
       throw new ValidationError(refusals.foreign, { path: 'options.transaction' });
     }
     const finished = ended(explicit);
@@ -79,10 +67,9 @@ export function joinTransaction(
     }
     return explicit;
   }
-  const cls = (sequelize.constructor as unknown as { _cls?: { get(key: string): unknown } })._cls;
-  const ambient = cls?.get('transaction') as Transaction | undefined;
+  const ambient = clsTransaction(sequelize);
   if (!ambient || ended(ambient)) return undefined;
-  const owner = internals(ambient).sequelize;
+  const owner = transactionSequelize(ambient);
   if (owner !== sequelize) {
     throw new ConfigurationError(
       `${refusals.call}: the transaction Sequelize's CLS namespace carries belongs to another Sequelize instance (${describeSequelize(owner)}) than this one's (${describeSequelize(sequelize)}); joining it would write into the other database. Pass { transaction } of this instance's Sequelize, or { transaction: null } to commit on its own.`,
@@ -93,20 +80,13 @@ export function joinTransaction(
 }
 
 /** A Sequelize instance as a refusal names it: dialect, database, and where it lives. */
-export function describeSequelize(instance: unknown): string {
-  const s = instance as
-    | {
-        getDialect?: () => string;
-        config?: { database?: string; host?: string; port?: number | string };
-        options?: { storage?: string };
-      }
-    | undefined;
-  if (!s || typeof s.getDialect !== 'function') return 'an unknown instance';
-  const dialect = s.getDialect();
+export function describeSequelize(instance: Sequelize | undefined): string {
+  if (!instance || typeof instance.getDialect !== 'function') return 'an unknown instance';
+  const dialect = instance.getDialect();
   // A file database (SQLite) is its storage; a server's is a database at a host.
-  const storage = s.options?.storage;
+  const { storage } = instanceOptions(instance);
   if (storage !== undefined) return `${dialect} ${storage || ':memory:'}`;
-  const { database, host, port } = s.config ?? {};
+  const { database, host, port } = instance.config;
   return `${dialect} database ${JSON.stringify(database ?? '')}${host ? ` at ${host}${port ? `:${port}` : ''}` : ''}`;
 }
 

@@ -1,4 +1,5 @@
 import type { Transaction } from 'sequelize';
+import { type CommitRunner, commitRunnerOf } from '../sequelize/internals.js';
 import { finishedOf, parentOf, rootOf } from './transaction.js';
 
 /**
@@ -38,11 +39,6 @@ const WATCHED = Symbol('outboxkit.watchesCommits');
 
 type Marked = Transaction & { [WORK]?: CommitWork[]; [COMMITTED]?: true };
 
-interface CommitRunner {
-  commitTransaction(transaction: Transaction, options: unknown): Promise<unknown>;
-  [WATCHED]?: true;
-}
-
 /**
  * Run `run` once the outermost transaction of `transaction` has committed, unless
  * `transaction` (or a savepoint around it) is rolled back first. The commit awaits it.
@@ -68,9 +64,7 @@ export function whenCommitted(
 
 /** Mark each outermost transaction whose COMMIT resolved (once per Sequelize instance). */
 function watchCommits(root: Transaction): void {
-  const sequelize = (root as unknown as { sequelize: { getQueryInterface(): CommitRunner } })
-    .sequelize;
-  const queryInterface = sequelize.getQueryInterface();
+  const queryInterface: CommitRunner = commitRunnerOf(root);
   if (queryInterface[WATCHED]) return;
   const commit = queryInterface.commitTransaction;
   queryInterface.commitTransaction = async function commitAndMark(transaction, options) {
