@@ -1,11 +1,11 @@
 import { existsSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { runCli } from './support/cli.js';
+import { runCliInProcess } from './support/in-process.js';
 
 describe('outbox demo', () => {
   it('runs the shop from nothing, exits 0 and deletes its database', async () => {
-    const result = await runCli(['demo'], { timeoutMs: 80_000 });
+    const result = await runCliInProcess(['demo'], { timeoutMs: 80_000 });
     expect(result.code).toBe(0);
     expect(result.stdout).toContain('none delivered: no order row, no event, no payment, no mail');
     expect(result.stdout).toMatch(/dead +1 {2}dead letters/);
