@@ -36,7 +36,10 @@ export interface CliProcess {
 }
 
 /**
- * Start `outbox <args>` as a child process, from source (see entry.ts), in `cwd`.
+ * Start `outbox <args>` as a child process, from source (see entry.ts), in `cwd`. A test
+ * runs the CLI in-process (in-process.ts) unless what it checks is the process itself
+ * (bin.test.ts, bin-relay.test.ts: `bin: true`): a spawn costs seconds, most of them tsx
+ * compiling the CLI.
  * `env` is added to this process's environment; `OUTBOX_DATABASE_URL` and `DATABASE_URL`
  * are cleared unless given, so a developer's own setting never points a test at their
  * database. `bin: true` runs the compiled bin (`node bin/outbox.js`, what production
