@@ -132,6 +132,11 @@ export interface DialectConnection {
    * to, where the dialect has schemas; undefined elsewhere.
    */
   readonly currentSchemaSql: string | undefined;
+  /**
+   * Sequelize's `dialectOptions` for a connection opened from a URL that must be made within
+   * `connectTimeoutMs` (node-postgres: `connectionTimeoutMillis`; a file database: none).
+   */
+  dialectOptions(connectTimeoutMs: number | undefined): Readonly<Record<string, unknown>>;
 }
 
 /** One dialect, as the registry lists it. */

@@ -132,7 +132,12 @@ describe('the dialect registry', () => {
       }
       expect(Object.isFrozen(entry.capabilities), entry.name).toBe(true);
       expect(typeof entry.title).toBe('string');
-      for (const f of [entry.runner, entry.configureConnections, entry.createStore])
+      for (const f of [
+        entry.runner,
+        entry.configureConnections,
+        entry.createStore,
+        entry.connection.dialectOptions,
+      ])
         expect(typeof f).toBe('function');
       expect(typeof entry.migration.profile).toBe('function');
       expect(typeof entry.migration.exclusively).toBe('function');

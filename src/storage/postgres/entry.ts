@@ -26,5 +26,8 @@ export const postgresEntry: DialectEntry<'postgres'> = Object.freeze<DialectEntr
     file: false,
     defaultPort: 5432,
     currentSchemaSql: 'SELECT current_schema() AS schema',
+    dialectOptions: (connectTimeoutMs: number | undefined) => ({
+      connectionTimeoutMillis: connectTimeoutMs,
+    }),
   }),
 });

@@ -31,5 +31,6 @@ export const sqliteEntry: DialectEntry<'sqlite'> = Object.freeze<DialectEntry<'s
     file: true,
     defaultPort: undefined,
     currentSchemaSql: undefined,
+    dialectOptions: () => ({}),
   }),
 });
