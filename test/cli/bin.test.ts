@@ -27,7 +27,7 @@ import {
 /** `node bin/outbox.js <args>`. */
 const bin = (
   args: readonly string[],
-  options: { cwd?: string; env?: Record<string, string> } = {},
+  options: { cwd?: string; env?: Record<string, string>; timeoutMs?: number } = {},
 ) => runCli(args, { ...options, bin: true });
 
 describe('npx outbox', () => {
