@@ -56,14 +56,25 @@ export function connectionOf(transaction: Transaction): unknown {
 }
 
 /**
- * The `afterCommit` callbacks of a transaction, for a COMMIT sent without Sequelize's
- * `commit()` (the relay's lean handler transaction runs them itself, in order). Relies on
- * `transaction._afterCommitHooks` (an array Sequelize's `commit()` walks after COMMIT).
+ * What the relay's lean handler transaction (storage/postgres/handler-transaction.ts)
+ * drives of a `new Transaction(sequelize, {})` it never `prepareEnvironment`s: it sets the
+ * connection and the end itself, and gives the connection back the way `commit()` and
+ * `rollback()` do. Relies on `transaction.id` (the log's transaction id), the writable
+ * `connection` and `finished`, `_afterCommitHooks`, and `cleanup()` (release to the pool)
+ * / `forceCleanup()` (destroy a connection in doubt).
  */
-export function afterCommitHooks(
-  transaction: Transaction,
-): readonly ((transaction: Transaction) => unknown)[] {
-  return fields(transaction)._afterCommitHooks ?? [];
+export interface LeanTransactionFields {
+  readonly id: string;
+  connection?: unknown;
+  finished?: string;
+  readonly _afterCommitHooks: ((transaction: Transaction) => unknown)[];
+  cleanup(): void;
+  forceCleanup(): Promise<void>;
+}
+
+/** A transaction's fields the lean handler transaction drives ({@link LeanTransactionFields}). */
+export function leanFields(transaction: Transaction): LeanTransactionFields {
+  return transaction as unknown as LeanTransactionFields;
 }
 
 /** The CLS namespace of `Sequelize.useCLS(ns)`: one per process, on the class. */
@@ -93,6 +104,8 @@ export interface InstanceOptions {
   readonly logging?: unknown;
   /** SQLite's file (`storage`), absent on a server dialect. */
   readonly storage?: string;
+  /** The server's version once the first connection learnt it; 0 before. */
+  readonly databaseVersion?: unknown;
 }
 
 /** The instance's options. Relies on `sequelize.options` (untyped in 6.x's d.ts). */

@@ -60,30 +60,53 @@ describe.skipIf(!inject('pgAvailable'))('the relay’s pool connections [postgre
     return outbox;
   };
 
-  it('runs the pool hooks a user registered, for the claim, the record and the handler’s transaction', async () => {
-    const sequelize = open({ pool: { max: 3 } });
-    const before: string[] = [];
-    let after = 0;
-    sequelize.addHook('beforePoolAcquire', () => {
-      before.push('before');
-    });
-    sequelize.addHook('afterPoolAcquire', () => {
-      after += 1;
-    });
-    const outbox = await migratedOutbox(sequelize, 'hooked_');
+  /**
+   * Whether this Sequelize has pool hooks (`beforePoolAcquire`/`afterPoolAcquire`): the
+   * newer 6.x do; the peer range's low end (6.21) refuses to add one at all, so the hooks
+   * a user could register do not exist there (the CI run at 6.21 skips this test).
+   */
+  const poolHooks = (() => {
+    const probe = new Sequelize({ dialect: 'sqlite', storage: ':memory:', logging: false });
     try {
-      for (let n = 0; n < 3; n++) await outbox.fire('a.Happened', { n });
-      const acquiredBefore = after;
-      const report = await drainOutbox(outbox);
-      expect(report.succeeded).toBe(3);
-      // At least a claim, and each handler's transaction: every one through the hooks.
-      expect(after - acquiredBefore).toBeGreaterThanOrEqual(4);
-      expect(before.length).toBe(after);
+      (probe as unknown as { addHook(name: string, fn: () => void): void }).addHook(
+        'beforePoolAcquire',
+        () => {},
+      );
+      return true;
+    } catch {
+      return false;
     } finally {
-      await outbox.close();
-      await sequelize.close();
+      void probe.close();
     }
-  });
+  })();
+
+  it.skipIf(!poolHooks)(
+    'runs the pool hooks a user registered, for the claim, the record and the handler’s transaction',
+    async () => {
+      const sequelize = open({ pool: { max: 3 } });
+      const before: string[] = [];
+      let after = 0;
+      sequelize.addHook('beforePoolAcquire', () => {
+        before.push('before');
+      });
+      sequelize.addHook('afterPoolAcquire', () => {
+        after += 1;
+      });
+      const outbox = await migratedOutbox(sequelize, 'hooked_');
+      try {
+        for (let n = 0; n < 3; n++) await outbox.fire('a.Happened', { n });
+        const acquiredBefore = after;
+        const report = await drainOutbox(outbox);
+        expect(report.succeeded).toBe(3);
+        // At least a claim, and each handler's transaction: every one through the hooks.
+        expect(after - acquiredBefore).toBeGreaterThanOrEqual(4);
+        expect(before.length).toBe(after);
+      } finally {
+        await outbox.close();
+        await sequelize.close();
+      }
+    },
+  );
 
   it('delivers through the pool directly when no hook is registered, within the pool’s size', async () => {
     const sequelize = open({ pool: { max: 1 } });

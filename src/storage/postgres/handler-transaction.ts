@@ -29,6 +29,12 @@
 import { type Sequelize, Transaction } from 'sequelize';
 import { markCommitted } from '../../fire/when-committed.js';
 import {
+  clsNamespace,
+  instanceOptions,
+  type LeanTransactionFields,
+  leanFields,
+} from '../../sequelize/internals.js';
+import {
   acquireConnection,
   connectionManager,
   isPgClient,
@@ -57,25 +63,13 @@ export interface LeanAcknowledgement {
 }
 
 /** What Sequelize 6 keeps on a transaction and does not type. */
-interface TransactionInternals {
-  readonly id: string;
-  connection?: unknown;
-  finished?: string;
-  readonly _afterCommitHooks: Array<(transaction: Transaction) => unknown>;
-  cleanup(): void;
-  forceCleanup(): Promise<void>;
-}
-
 /**
  * Whether the lean transaction can stand in for Sequelize's here: no CLS namespace (whose
  * ambient transaction Sequelize's `transaction()` sets) and no instance-wide isolation
  * level (which Sequelize's BEGIN applies).
  */
 export function canRunLean(sequelize: Sequelize): boolean {
-  const cls = (sequelize.constructor as unknown as { _cls?: unknown })._cls;
-  const isolation = (sequelize as unknown as { options: { isolationLevel?: unknown } }).options
-    .isolationLevel;
-  return !cls && !isolation;
+  return !clsNamespace(sequelize) && !instanceOptions(sequelize).isolationLevel;
 }
 
 /** The statement a lost claim makes fail: see {@link LeanAcknowledgement.literal}. */
@@ -104,7 +98,7 @@ export async function runLeanTransaction(
   ack: LeanAcknowledgement,
 ): Promise<'acknowledged' | 'lost'> {
   const transaction = new Transaction(sequelize, {});
-  const tx = transaction as unknown as TransactionInternals;
+  const tx = leanFields(transaction);
   const held = lazyConnection(sequelize, tx);
 
   /** End the transaction: give the connection back, or destroy it when it is in doubt. */
@@ -198,7 +192,7 @@ interface TakenConnection {
  * while it runs: ten such handlers at once do not empty a pool of five. Once taken, the
  * property is the client itself, as on a Sequelize transaction.
  */
-function lazyConnection(sequelize: Sequelize, tx: TransactionInternals) {
+function lazyConnection(sequelize: Sequelize, tx: LeanTransactionFields) {
   const manager = connectionManager(sequelize);
   let taking: Promise<TakenConnection> | undefined;
   const settle = (connection: unknown) =>

@@ -9,7 +9,13 @@
  * prepared statements): the statement then goes unnamed, still on the client. Each
  * statement is still written to Sequelize's `logging`, as Sequelize writes its own.
  */
+
 import { ConnectionAcquireTimeoutError, type Sequelize } from 'sequelize';
+import {
+  instanceOptions,
+  connectionManager as internalConnectionManager,
+  logAsSequelize,
+} from '../../sequelize/internals.js';
 
 /** The part of a node-postgres `Client` the store uses. */
 export interface PgClient {
@@ -73,7 +79,7 @@ interface ConnectionManager {
 
 /** The Sequelize instance's connection manager. */
 export function connectionManager(sequelize: Sequelize): ConnectionManager {
-  return (sequelize as unknown as { connectionManager: ConnectionManager }).connectionManager;
+  return internalConnectionManager<ConnectionManager>(sequelize);
 }
 
 /**
@@ -95,19 +101,15 @@ export function acquireConnection(
 ): Promise<unknown> {
   const manager = connectionManager(sequelize);
   const pool = manager.pool;
-  const s = sequelize as unknown as {
-    options: { databaseVersion?: unknown };
-    hasHook(name: string): boolean;
-  };
   if (
     pool === undefined ||
     pool.read !== undefined ||
     // Replaced on the instance: closed (Sequelize's close() makes it throw) or wrapped
     // (instrumentation); either way it must be the one called.
     Object.hasOwn(manager, 'getConnection') ||
-    s.options.databaseVersion === 0 ||
-    s.hasHook('beforePoolAcquire') ||
-    s.hasHook('afterPoolAcquire')
+    instanceOptions(sequelize).databaseVersion === 0 ||
+    sequelize.hasHook('beforePoolAcquire' as never) ||
+    sequelize.hasHook('afterPoolAcquire' as never)
   ) {
     return manager.getConnection(options);
   }
@@ -131,8 +133,8 @@ export function isPgClient(connection: unknown): connection is PgClient {
  * relay's too. Nothing is built when logging is off.
  */
 export function logStatement(sequelize: Sequelize, uuid: string | undefined, text: string): void {
-  const s = sequelize as unknown as { options: { logging?: unknown }; log(message: string): void };
-  if (s.options.logging) s.log(`Executing (${uuid ?? 'default'}): ${text}`);
+  if (instanceOptions(sequelize).logging)
+    logAsSequelize(sequelize, `Executing (${uuid ?? 'default'}): ${text}`);
 }
 
 /**

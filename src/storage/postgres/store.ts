@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { Sequelize, Transaction } from 'sequelize';
+import { connectionOf } from '../../sequelize/internals.js';
 import { type Row, toStoredEvent } from '../rows.js';
 import { ClaimStatements, claimShape } from '../sql/claim-filter.js';
 import { EVENT_INSERT_COLUMNS, OUTCOME_COLUMNS } from '../sql/columns.js';
@@ -140,7 +141,7 @@ export class PostgresStore extends SqlStore {
     // A relay handler's transaction takes its connection on first use (a promise until
     // then, see handler-transaction.ts): awaited then, as Sequelize's own query path does;
     // fire()'s ordinary transaction holds its client already and pays no extra tick.
-    const held = (transaction as unknown as { connection?: unknown }).connection;
+    const held = connectionOf(transaction);
     const client = isPgClient(held) ? held : await held;
     if (!this.preparedStatements || !isPgClient(client)) {
       const [rows, meta] = (await this.sequelize.query(text, {

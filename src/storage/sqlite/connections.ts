@@ -1,4 +1,5 @@
 import type { Sequelize } from 'sequelize';
+import { connectionManager } from '../../sequelize/internals.js';
 
 const BUSY_TIMEOUT_MS = 10_000;
 const CONFIGURED = Symbol.for('outboxkit.sqlite.configured');
@@ -15,8 +16,7 @@ interface SqliteConnection {
  * per Sequelize instance.
  */
 export function configureConnections(sequelize: Sequelize): void {
-  const manager = (sequelize as unknown as { connectionManager: Record<PropertyKey, unknown> })
-    .connectionManager;
+  const manager = connectionManager<Record<PropertyKey, unknown>>(sequelize);
   if (manager[CONFIGURED]) return;
   const getConnection = (manager.getConnection as (o: unknown) => Promise<SqliteConnection>).bind(
     manager,
