@@ -47,6 +47,38 @@ async function codegen(cwd: string, options: CodegenOptions = {}) {
 const short = (sha: string) => sha.slice(0, 7);
 
 /**
+ * Each distinct config is analysed once for the file. The source analysis (receiver
+ * locations and handler types: a TypeScript program per run, seconds each) is tested by
+ * fixtures.test.ts; here it is a function of the config's text alone, as these configs
+ * import nothing of their project (no handlers module, no models), and the tests are about
+ * the base the check finds in git, which each clone and check still resolves itself. So the
+ * same config in another clone, or checked again, reuses its analysis.
+ */
+vi.mock('../../codegen/analyze.js', async (importOriginal) => {
+  const actual = await importOriginal<typeof import('../../codegen/analyze.js')>();
+  const { readFileSync } = await import('node:fs');
+  const { relative } = await import('node:path');
+  const analyses = new Map<string, ReturnType<typeof actual.analyzeConfig>>();
+  return {
+    ...actual,
+    analyzeConfig(...args: Parameters<typeof actual.analyzeConfig>) {
+      const [configFile, projectRoot, , at] = args;
+      const key = JSON.stringify([
+        relative(projectRoot, configFile),
+        readFileSync(configFile, 'utf8'),
+        at && [relative(projectRoot, at.file), at.runtimeImport],
+      ]);
+      const known = analyses.get(key);
+      if (known) return known;
+      const analysis = actual.analyzeConfig(...args);
+      // A captured model's type is found by its absolute path: not the same in another clone.
+      if (analysis.captureModels.size === 0) analyses.set(key, analysis);
+      return analysis;
+    },
+  };
+});
+
+/**
  * The CI case of issue 17: a breaking change regenerated and committed on a branch, so the
  * generated files are up to date and only a comparison with the branch's base catches it.
  * An `origin` (a bare repository) has `main` with the first catalogue; each case checks
