@@ -33,6 +33,7 @@ import { type RequeueDeadOptions, requeueDead } from './ops/requeue.js';
 import { newProcessId } from './relay/claim-token.js';
 import { deliverOne } from './relay/deliver-one.js';
 import { type DeliverPendingOptions, deliverPending } from './relay/deliver-pending.js';
+import { arrangeEager } from './relay/eager.js';
 import { type RelayReport, type RunRelayOptions, runRelay } from './relay/run-relay.js';
 import {
   attachRuntime,
@@ -354,6 +355,7 @@ export function createOutbox<C extends OutboxConfig>(
     state: newRuntimeState(),
     aroundDelivery,
     fireHeaders,
+    arrangeEager,
   };
   const outbox: Outbox<C> = {
     config,
@@ -384,7 +386,8 @@ export function createOutbox<C extends OutboxConfig>(
     on: (name, listener) => events.on(name, listener),
     health: (healthOptions) => outboxHealth(runtime, healthOptions),
     quietReceivers: (quietOptions) => quietReceivers(runtime, quietOptions),
-    metrics: (registry, metricsOptions) => registerOutboxMetrics(runtime, registry, metricsOptions),
+    metrics: (registry, metricsOptions) =>
+      registerOutboxMetrics(runtime, () => outboxHealth(runtime), registry, metricsOptions),
     pruneEvents: (pruneOptions) => pruneEvents(runtime, pruneOptions),
     cleanupDeadLettered: (cleanupOptions) => cleanupDeadLettered(runtime, cleanupOptions),
     cleanupPublished: (cleanupOptions) => cleanupPublished(runtime, cleanupOptions),

@@ -1,5 +1,6 @@
 import type { Sequelize, Transaction } from 'sequelize';
 import type { OutboxConfig } from './declare/define-outbox.js';
+import type { FiredEvent, PlannedEvent } from './fire/types.js';
 import type { AroundDelivery, FireHeaders } from './observe/around-delivery.js';
 import type { SafeEmitter } from './observe/events.js';
 import type { OutboxLogger } from './observe/logger.js';
@@ -152,6 +153,17 @@ export interface Runtime {
   aroundDelivery?: readonly AroundDelivery[];
   /** What adds headers to every fired event (a trace context); `undefined` when nothing does. */
   readonly fireHeaders?: readonly FireHeaders[];
+  /**
+   * Arrange the first attempt of the `eager` receivers of what a transaction fired, once it
+   * commits (relay/eager.ts's `arrangeEager`). Handed in by `createOutbox`, so fire/ calls
+   * the relay's delivery without importing relay/ (the folders rank fire below relay).
+   */
+  readonly arrangeEager: (
+    rt: Runtime,
+    planned: readonly PlannedEvent[],
+    fired: readonly FiredEvent[],
+    transaction: Transaction,
+  ) => void;
 }
 
 /** A fresh {@link RuntimeState}. */

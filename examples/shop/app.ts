@@ -5,9 +5,9 @@
 import type { Sequelize } from 'sequelize';
 import { shopConfig } from '../../outbox.config.js';
 import { type CreateOutboxOptions, createOutbox } from '../../src/index.js';
-import { installCapture } from '../../src/outbox.generated.js';
 import { provideShop, type ShopContext, type ShopOutbox } from './context.js';
 import { defineShopModels, type Order, type OrderLine, type ShopModels } from './models.js';
+import { installCapture } from './outbox.generated.js';
 import { Analytics, Mailer, OrderHistory, PaymentProvider } from './services.js';
 
 /** What the shop sells, in cents. */

@@ -21,9 +21,9 @@ import {
   type PayloadOf,
   PermanentFailure,
 } from '../../src/index.js';
-import type { OrderUpdatedEvent } from '../../src/outbox.generated.js';
 import { shop } from './context.js';
 import type { OrderCancelled, OrderPlaced, PaymentCaptured } from './events.js';
+import type { OrderUpdatedEvent } from './outbox.generated.js';
 import { CardDeclined, formatCents } from './services.js';
 
 type Placed = OutboxEvent<PayloadOf<typeof OrderPlaced>>;

@@ -22,7 +22,7 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import type { Sequelize, Transaction } from 'sequelize';
 import { OutboxError } from '../errors/outbox-error.js';
-import { parentOf, resolveTransaction } from '../fire/transaction.js';
+import { parentOf, resolveTransaction } from '../transaction/join.js';
 import { captureCapabilities } from './capabilities.js';
 
 type Options = Record<string, unknown> & { transaction?: Transaction | null };

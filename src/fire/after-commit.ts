@@ -1,11 +1,10 @@
 import type { Transaction } from 'sequelize';
 import type { Runtime } from '../runtime.js';
 import { withCause } from '../scope/caused-by.js';
-import { arrangeEager } from './eager.js';
+import { rootOf } from '../transaction/join.js';
+import { whenCommitted } from '../transaction/when-committed.js';
 import { rowlessContext } from './event-view.js';
-import { rootOf } from './transaction.js';
 import type { FiredEvent, PlannedEvent } from './types.js';
-import { whenCommitted } from './when-committed.js';
 import type { Inserted } from './write.js';
 
 /**
@@ -15,7 +14,7 @@ import type { Inserted } from './write.js';
  *
  * - the `onCommit` receivers of the events this call wrote, in firing order; best effort,
  *   so a throw is logged and emitted as `fire:onCommitFailed`, never raised;
- * - the first attempt of their `eager` durable receivers ({@link arrangeEager});
+ * - the first attempt of their `eager` durable receivers (`rt.arrangeEager`, relay/eager.ts);
  * - one wakeup signal per outbox per transaction, naming `topics` (the caller's
  *   {@link freshDurableTopics}), sent after every onCommit receiver. A `notifyInWrite` wakeup
  *   (PostgreSQL `NOTIFY` inside the insert) needs nothing from here.
@@ -60,7 +59,7 @@ export function arrangeAfterCommit(
   }
 
   // The eager receivers' first attempt, after the onCommit receivers, before the wakeup.
-  arrangeEager(rt, planned, fired, transaction);
+  rt.arrangeEager(rt, planned, fired, transaction);
 
   if (topics.length > 0) signalWhenCommitted(rt, transaction, topics);
 }

@@ -1,11 +1,11 @@
 import type { Transaction } from 'sequelize';
 import { type FireHeaders, fireHeadersOf } from '../observe/around-delivery.js';
 import type { Runtime } from '../runtime.js';
+import { resolveTransaction } from '../transaction/join.js';
 import { arrangeAfterCommit, freshDurableTopics, signalWhenCommitted } from './after-commit.js';
 import { runInlineReceivers } from './inline.js';
 import { planDeliveries } from './plan.js';
 import { prepareEvents } from './prepare.js';
-import { resolveTransaction } from './transaction.js';
 import type { FiredEvent, FireMessage, PlannedEvent } from './types.js';
 import { firedEventsOf, insertPlanned } from './write.js';
 

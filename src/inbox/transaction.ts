@@ -1,5 +1,5 @@
 import type { Sequelize, Transaction } from 'sequelize';
-import { type JoinRefusals, joinTransaction } from '../fire/transaction.js';
+import { type JoinRefusals, joinTransaction } from '../transaction/join.js';
 
 /** `inbox.handle()`'s refusals of a transaction it cannot record in. */
 const INBOX_REFUSALS: JoinRefusals = {

@@ -1,6 +1,6 @@
 import { Transaction } from 'sequelize';
-import { resolveTransaction } from '../fire/transaction.js';
 import type { Runtime } from '../runtime.js';
+import { resolveTransaction } from '../transaction/join.js';
 
 /**
  * Run an operation's statements in the caller's transaction — the one passed, else the one

@@ -1,7 +1,6 @@
 import type { Sequelize, Transaction } from 'sequelize';
 import { afterAll, beforeAll, beforeEach, describe, expect, inject, it } from 'vitest';
 import { z } from 'zod';
-import { whenCommitted } from '../../src/fire/when-committed.js';
 import {
   createOutbox,
   defineOutbox,
@@ -12,6 +11,7 @@ import {
 } from '../../src/index.js';
 import { runtimeOf } from '../../src/runtime.js';
 import type { ClaimToken, OutboxStore } from '../../src/storage/store.js';
+import { whenCommitted } from '../../src/transaction/when-committed.js';
 import { postgresTestSchema, type TestDatabase } from '../../testing/databases.js';
 import { capturingStatements } from '../relay/support.js';
 import { describeEachDialect } from '../support/dialects.js';

@@ -24,7 +24,7 @@
 import type { Counter, Histogram, Registry } from 'prom-client';
 import type { DeliveryStatus } from '../../declare/types.js';
 import { ConfigurationError } from '../../errors/outbox-error.js';
-import { type OutboxHealth, outboxHealth } from '../../ops/health.js';
+import type { OutboxHealth } from '../../ops/health.js';
 import type { Runtime } from '../../runtime.js';
 import type { AroundDelivery } from '../around-delivery.js';
 import { loadPromClient } from './load-prom-client.js';
@@ -41,13 +41,16 @@ const registered = new WeakMap<Runtime, WeakSet<object>>();
 
 /**
  * Register the outbox's metrics on `registry` (a new `prom-client` Registry when omitted)
- * and return it. Calling it again with the same registry returns it unchanged.
+ * and return it. Calling it again with the same registry returns it unchanged. The gauges
+ * read `readHealth` (the outbox's `health()`, handed in by `createOutbox`: observe/ ranks
+ * below ops/, so it never imports it).
  * @throws {ConfigurationError} without `prom-client` installed, for something that is not
  * a registry, for a bad `healthCacheMs`, or for a registry that already holds another
  * outbox's metrics.
  */
 export function registerOutboxMetrics<R extends MetricsRegistry>(
   rt: Runtime,
+  readHealth: () => Promise<OutboxHealth>,
   registry: R | undefined,
   options: MetricsOptions = {},
 ): R {
@@ -133,7 +136,7 @@ export function registerOutboxMetrics<R extends MetricsRegistry>(
     prunedDeliveries.inc(deliveries);
   });
 
-  const read = cachedHealth(rt, cacheMs);
+  const read = cachedHealth(rt, readHealth, cacheMs);
   const gauge = (name: string, help: string, value: (h: OutboxHealth) => number) =>
     new prom.Gauge({
       name,
@@ -197,7 +200,11 @@ function timingHook(histogram: Histogram<'receiver'>): AroundDelivery {
  * One `health()` read shared by every gauge of a scrape and by the scrapes within
  * `cacheMs` of it (on the outbox's clock). Resolves undefined when the read failed (logged).
  */
-function cachedHealth(rt: Runtime, cacheMs: number): () => Promise<OutboxHealth | undefined> {
+function cachedHealth(
+  rt: Runtime,
+  readHealth: () => Promise<OutboxHealth>,
+  cacheMs: number,
+): () => Promise<OutboxHealth | undefined> {
   let cached:
     | { readonly atMs: number; readonly value: Promise<OutboxHealth | undefined> }
     | undefined;
@@ -205,7 +212,7 @@ function cachedHealth(rt: Runtime, cacheMs: number): () => Promise<OutboxHealth 
     const nowMs = rt.clock().getTime();
     if (cached && nowMs - cached.atMs < Math.max(cacheMs, 1) && nowMs >= cached.atMs)
       return cached.value;
-    const value = outboxHealth(rt).catch((error: unknown) => {
+    const value = readHealth().catch((error: unknown) => {
       rt.logger.warn('outbox.metrics(): could not read health() for the gauges; they read NaN', {
         error,
       });

@@ -27,13 +27,13 @@
  * set on the instance, which take Sequelize's own path (see {@link canRunLean}).
  */
 import { type Sequelize, Transaction } from 'sequelize';
-import { markCommitted } from '../../fire/when-committed.js';
 import {
   clsNamespace,
   instanceOptions,
   type LeanTransactionFields,
   leanFields,
 } from '../../sequelize/internals.js';
+import { markCommitted } from '../../transaction/when-committed.js';
 import {
   acquireConnection,
   connectionManager,

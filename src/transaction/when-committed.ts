@@ -1,6 +1,6 @@
 import type { Transaction } from 'sequelize';
 import { type CommitRunner, commitRunnerOf } from '../sequelize/internals.js';
-import { finishedOf, parentOf, rootOf } from './transaction.js';
+import { finishedOf, parentOf, rootOf } from './join.js';
 
 /**
  * Work to run once a transaction has REALLY committed: the outermost one, and only after

@@ -1,9 +1,9 @@
 import type { Transaction } from 'sequelize';
-import { claimBatch } from '../relay/claim.js';
-import { deliverBatch } from '../relay/deliver-batch.js';
+import type { FiredEvent, PlannedEvent } from '../fire/types.js';
 import type { Runtime } from '../runtime.js';
-import type { FiredEvent, PlannedEvent } from './types.js';
-import { whenCommitted } from './when-committed.js';
+import { whenCommitted } from '../transaction/when-committed.js';
+import { claimBatch } from './claim.js';
+import { deliverBatch } from './deliver-batch.js';
 
 /**
  * Part of step 4 of `fire()`: the `eager` receivers' first attempt, right after commit, in
