@@ -4,18 +4,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import {
-  buildAndPack,
-  installConsumer,
-  lowestOf,
-  manifest,
-  type Packed,
-  typecheck,
-} from './support/tarball.js';
+import { type Packed, packedTarball } from './support/build.js';
+import { installConsumer, lowestOf, manifest, typecheck } from './support/tarball.js';
 
 /**
- * SLOW (~1 min, most of it `tsc` and `npm install`): the package as an app gets it. One
- * build, one `npm pack`, one install of the tarball into a fresh project with the LOWEST
+ * SLOW (~1 min, most of it `npm install`): the package as an app gets it. The build of the
+ * current sources (support/build.ts: in CI the one `npm ci` made; else compiled once per
+ * content), its `npm pack`, one install of the tarball into a fresh project with the LOWEST
  * versions the peer ranges admit (npm's cache serves most of it; the lowest peers may
  * come from the registry), and every test below reuses that one app: the ESM app, the
  * CommonJS app, the types, the install hint for the missing pg, and what `import
@@ -44,7 +39,7 @@ describe(`[slow] the packed tarball, installed in a fresh app with sequelize@${L
 
   beforeAll(() => {
     work = mkdtempSync(join(tmpdir(), 'outboxkit-tarball-'));
-    packed = buildAndPack(work);
+    packed = packedTarball();
     app = installConsumer(work, packed.tarball, LOWEST);
   }, 300_000);
 

@@ -1,5 +1,5 @@
 import { type SpawnSyncReturns, spawnSync } from 'node:child_process';
-import { copyFileSync, cpSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
+import { copyFileSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -48,47 +48,6 @@ export function run(
     );
   }
   return result;
-}
-
-/** What `npm pack --json` says of the tarball. */
-export interface Packed {
-  readonly tarball: string;
-  readonly files: readonly string[];
-  readonly size: number;
-  readonly unpackedSize: number;
-}
-
-/**
- * Build and pack the package as `npm publish` would, without touching the repo's dist/
- * (other tests and the `outbox` bin read it while this runs): compile with
- * tsconfig.build.json into `work/stage/dist`, copy beside it what `files` names, and
- * `npm pack` that stage (scripts off: the build is the one just done).
- */
-export function buildAndPack(work: string): Packed {
-  const stage = join(work, 'stage');
-  mkdirSync(stage, { recursive: true });
-  run(
-    process.execPath,
-    [TSC, '-p', join(REPO, 'tsconfig.build.json'), '--outDir', join(stage, 'dist')],
-    REPO,
-  );
-  copyFileSync(join(REPO, 'package.json'), join(stage, 'package.json'));
-  for (const entry of manifest.files.filter((f) => f !== 'dist')) {
-    cpSync(join(REPO, entry), join(stage, entry), { recursive: true });
-  }
-  const out = run('npm', ['pack', '--ignore-scripts', '--json', '--pack-destination', work], stage);
-  const [info] = JSON.parse(out.stdout) as {
-    filename: string;
-    size: number;
-    unpackedSize: number;
-    files: { path: string }[];
-  }[];
-  return {
-    tarball: join(work, info.filename),
-    files: info.files.map((f) => f.path).sort(),
-    size: info.size,
-    unpackedSize: info.unpackedSize,
-  };
 }
 
 /**
