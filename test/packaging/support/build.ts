@@ -401,7 +401,7 @@ function recordDist(step: string): void {
     writeFileSync(DIST_PENDING, JSON.stringify({ sources: sourcesHash() }));
     return;
   }
-  if (step !== 'end') throw new Error(`usage: build.ts begin|end (got ${step})`);
+  if (step !== 'end') throw new Error(`usage: build.ts begin|end|check (got ${step})`);
   const pending = readJson<{ sources: string }>(DIST_PENDING);
   rmSync(DIST_PENDING, { force: true });
   if (!pending) return;
@@ -415,11 +415,36 @@ function recordDist(step: string): void {
   writeFileSync(DIST_RECORD, JSON.stringify(record));
 }
 
+/**
+ * `check` (.ci/run, after `npm ci`): whether dist/ is recorded as the build of the current
+ * sources, so the tests reuse it rather than compile the package again. Exits 1 when not.
+ */
+function checkDist(): void {
+  const sources = sourcesHash();
+  const record = readJson<DistRecord>(DIST_RECORD);
+  const problem = !record
+    ? 'no build of dist/ is recorded (npm run build records it)'
+    : record.sources !== sources
+      ? `dist/ was built from other sources (${record.sources}, now ${sources})`
+      : treeHash(DIST) !== record.output
+        ? 'dist/ has changed since it was built'
+        : undefined;
+  if (problem) {
+    console.error(`build: ${problem}: the tests would compile the package again`);
+    process.exit(1);
+  }
+  console.log(`build: dist/ is the build of these sources (${sources}); the tests reuse it`);
+}
+
 if (process.argv[1] && import.meta.url === pathToFileURL(resolve(process.argv[1])).href) {
-  try {
-    recordDist(process.argv[2] ?? '');
-  } catch (error) {
-    console.warn(`build: dist/ not recorded (${error instanceof Error ? error.message : error})`);
-    rmSync(DIST_RECORD, { force: true });
+  const step = process.argv[2] ?? '';
+  if (step === 'check') checkDist();
+  else {
+    try {
+      recordDist(step);
+    } catch (error) {
+      console.warn(`build: dist/ not recorded (${error instanceof Error ? error.message : error})`);
+      rmSync(DIST_RECORD, { force: true });
+    }
   }
 }
