@@ -53,8 +53,10 @@ const DIST_RECORD = join(CACHE, 'dist.json');
 const DIST_PENDING = join(CACHE, 'dist.pending.json');
 /** What the package ships besides dist/ (package.json `files`), and package.json itself. */
 const PACKAGE_FILES = ['package.json', 'bin', 'LICENSE', 'README.md'];
-/** A lock older than this is taken to be left by a process that died. */
-const STALE_LOCK_MS = 10 * 60_000;
+/** A lock with no owner written this long after it was taken was left by a process that died. */
+const ORPHAN_LOCK_MS = 30_000;
+/** How long to wait for another process making an entry. */
+const WAIT_MS = 15 * 60_000;
 /** When an entry is made, others of its kind past this many, or older than KEEP_MS, are removed. */
 const KEEP_OTHERS = 3;
 const KEEP_MS = 24 * 3600_000;
@@ -188,7 +190,7 @@ function cached<T>(
   const dir = join(CACHE, name);
   const lock = `${dir}.lock`;
   mkdirSync(CACHE, { recursive: true });
-  const until = Date.now() + 2 * STALE_LOCK_MS;
+  const until = Date.now() + WAIT_MS;
   for (;;) {
     const done = read(dir);
     if (done !== undefined) return done;
@@ -196,13 +198,14 @@ function cached<T>(
       mkdirSync(lock);
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
-      const owner = Number(readJson<{ pid: number }>(join(lock, 'owner.json'))?.pid);
+      const owner = readJson<{ pid: number }>(join(lock, 'owner.json'))?.pid;
       const age = Date.now() - (statSync(lock, { throwIfNoEntry: false })?.mtimeMs ?? Date.now());
-      if ((owner > 0 && !alive(owner)) || age > STALE_LOCK_MS)
+      // Its process died: while making it, or (no owner written) right after taking the lock.
+      if (owner ? !alive(owner) : age > ORPHAN_LOCK_MS) {
         rmSync(lock, { recursive: true, force: true });
-      else if (Date.now() > until)
+      } else if (Date.now() > until) {
         throw new Error(`timed out waiting for ${lock} (held by pid ${owner})`);
-      else sleep(250);
+      } else sleep(250);
       continue;
     }
     try {
