@@ -13,9 +13,16 @@
  * unless `--use-url-over-config` says the handlers do not need the config's models.
  */
 import { relative, resolve } from 'node:path';
-import { QueryTypes, Sequelize } from 'sequelize';
+import { type Dialect, QueryTypes, Sequelize } from 'sequelize';
 import type { LoadedConfig } from '../src/declare/load-config.js';
 import { ConfigurationError } from '../src/errors/outbox-error.js';
+import { instanceOptions } from '../src/sequelize/internals.js';
+import {
+  dialectOfUrl,
+  fileDatabaseUrl,
+  findDialect,
+  listUrlPrefixes,
+} from '../src/storage/dialects.js';
 import type { CliEnv } from './io.js';
 
 /** Where the database came from: the rule of the order above that chose it. */
@@ -42,8 +49,8 @@ export interface CliDatabase {
   readonly origin: string;
   /** Whether the CLI opened this Sequelize (else it is the config's). */
   readonly owned: boolean;
-  /** SQLite: the database file (absolute), unless it is in memory. */
-  readonly sqliteFile: string | undefined;
+  /** A file database (SQLite): its file (absolute), unless it is in memory. */
+  readonly databaseFile: string | undefined;
 }
 
 /** The environment variables the order reads, by name. */
@@ -92,7 +99,7 @@ export function resolveDatabase(
       label,
       origin: `${label} (${exported})`,
       owned: false,
-      sqliteFile: sqliteFileOf(configSequelize, cwd),
+      databaseFile: databaseFileOf(configSequelize, cwd),
     };
   }
   const { url, source } = fromUrl;
@@ -106,7 +113,7 @@ export function resolveDatabase(
         label,
         origin: `${label} (from ${source}, through ${exported})`,
         owned: false,
-        sqliteFile: sqliteFileOf(configSequelize, cwd),
+        databaseFile: databaseFileOf(configSequelize, cwd),
       };
     }
     if (!options.useUrlOverConfig) {
@@ -123,7 +130,7 @@ export function resolveDatabase(
   const sequelize = openUrl(url, options, cwd);
   return {
     sequelize,
-    sqliteFile: sqliteFileOf(sequelize, cwd),
+    databaseFile: databaseFileOf(sequelize, cwd),
     source,
     label,
     origin: `${label} (from ${source}${configSequelize ? ', over the config’s sequelize: --use-url-over-config' : ''})`,
@@ -144,38 +151,45 @@ function pickUrl(
   return undefined;
 }
 
-/** `sqlite:path`, `sqlite://path` or `sqlite::memory:` → the storage Sequelize takes. */
-function sqliteStorage(url: string, cwd: string): string | undefined {
-  if (!url.startsWith('sqlite:')) return undefined;
-  const path = url.slice('sqlite:'.length).replace(/^\/\//, '');
-  return path === ':memory:' ? path : resolve(cwd, path);
+/**
+ * A file database's URL (`sqlite:path`, `sqlite://path`, `sqlite::memory:`) → the storage
+ * Sequelize takes, resolved in `cwd`; undefined for a server's URL.
+ */
+function fileStorage(url: string, cwd: string): string | undefined {
+  const f = fileDatabaseUrl(url);
+  if (!f) return undefined;
+  return f.path === ':memory:' ? f.path : resolve(cwd, f.path);
 }
 
-/** A Sequelize of the CLI's own for a URL. */
+/** A Sequelize of the CLI's own for a URL, of the dialect the registry finds by its start. */
 function openUrl(url: string, options: ConnectOptions, cwd: string): Sequelize {
-  const storage = sqliteStorage(url, cwd);
-  if (storage !== undefined) return new Sequelize({ dialect: 'sqlite', storage, logging: false });
-  if (!/^postgres(ql)?:\/\//.test(url)) {
+  const f = fileDatabaseUrl(url);
+  if (f) {
+    return new Sequelize({
+      dialect: f.entry.name as Dialect,
+      storage: fileStorage(url, cwd),
+      logging: false,
+    });
+  }
+  const entry = dialectOfUrl(url);
+  if (!entry) {
     throw new ConfigurationError(
-      `the database URL must start with postgres://, postgresql:// or sqlite: (got ${maskUrl(url)})`,
+      `the database URL must start with ${listUrlPrefixes()} (got ${maskUrl(url)})`,
       { path: 'url' },
     );
   }
   return new Sequelize(url, {
     logging: false,
     // The driver's own bound on opening a connection, beside the CLI's (checkReachable).
-    dialectOptions: { connectionTimeoutMillis: options.connectTimeoutMs },
+    dialectOptions: entry.connection.dialectOptions(options.connectTimeoutMs),
   });
 }
 
 /** Whether a URL names the database a Sequelize is configured for. */
 function sameDatabase(url: string, sequelize: Sequelize, cwd: string): boolean {
-  const storage = sqliteStorage(url, cwd);
-  const dialect = sequelize.getDialect();
-  if (storage !== undefined) {
-    return dialect === 'sqlite' && storage === sqliteStorageOf(sequelize, cwd);
-  }
-  if (dialect !== 'postgres') return false;
+  const entry = findDialect(sequelize.getDialect());
+  if (!entry || dialectOfUrl(url) !== entry) return false;
+  if (entry.connection.file) return fileStorage(url, cwd) === storageOf(sequelize, cwd);
   let parsed: URL;
   try {
     parsed = new URL(url);
@@ -185,30 +199,36 @@ function sameDatabase(url: string, sequelize: Sequelize, cwd: string): boolean {
   const c = sequelize.config;
   return (
     parsed.hostname === (c.host ?? 'localhost') &&
-    Number(parsed.port || 5432) === Number(c.port || 5432) &&
+    Number(parsed.port || entry.connection.defaultPort) ===
+      Number(c.port || entry.connection.defaultPort) &&
     decodeURIComponent(parsed.pathname.replace(/^\//, '')) === c.database
   );
 }
 
-function sqliteStorageOf(sequelize: Sequelize, cwd: string): string {
-  const { options } = sequelize as unknown as { options: { storage?: string } };
-  const storage = options.storage ?? ':memory:';
+/** A file database's storage, resolved in `cwd` (`:memory:` as is). */
+function storageOf(sequelize: Sequelize, cwd: string): string {
+  const storage = instanceOptions(sequelize).storage ?? ':memory:';
   return storage === ':memory:' || storage === '' ? ':memory:' : resolve(cwd, storage);
 }
 
-function sqliteFileOf(sequelize: Sequelize, cwd: string): string | undefined {
-  if (sequelize.getDialect() !== 'sqlite') return undefined;
-  const storage = sqliteStorageOf(sequelize, cwd);
+/** A file database's file (absolute); undefined in memory or for a server's database. */
+function databaseFileOf(sequelize: Sequelize, cwd: string): string | undefined {
+  if (!findDialect(sequelize.getDialect())?.connection.file) return undefined;
+  const storage = storageOf(sequelize, cwd);
   return storage === ':memory:' ? undefined : storage;
 }
 
-/** A Sequelize's database as a URL without its password; a SQLite path resolves in `cwd`. */
+/** A Sequelize's database as a URL without its password; a file database's path resolves in `cwd`. */
 export function describeSequelize(sequelize: Sequelize, cwd: string): string {
   const dialect = sequelize.getDialect();
-  if (dialect === 'sqlite') return `sqlite:${sqliteStorageOf(sequelize, cwd)}`;
+  const entry = findDialect(dialect);
+  if (entry?.connection.file) {
+    return `${entry.connection.urlPrefixes[0]}${storageOf(sequelize, cwd)}`;
+  }
   const c = sequelize.config;
   const user = c.username ? `${encodeURIComponent(c.username)}@` : '';
-  return `${dialect}://${user}${c.host ?? 'localhost'}${c.port ? `:${c.port}` : ''}/${c.database}`;
+  const scheme = entry?.connection.urlPrefixes[0] ?? `${dialect}://`;
+  return `${scheme}${user}${c.host ?? 'localhost'}${c.port ? `:${c.port}` : ''}/${c.database}`;
 }
 
 /** A URL with its password replaced by `***`. */

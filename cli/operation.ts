@@ -5,6 +5,7 @@
  */
 import { ConfigurationError } from '../src/errors/outbox-error.js';
 import { createOutbox, type Outbox } from '../src/outbox.js';
+import { findDialect, wakeupRefusal } from '../src/storage/dialects.js';
 import type { OutboxWakeup } from '../src/wakeups/wakeup.js';
 import type { CliIo, CliStream } from './io.js';
 import type { CliOutput } from './log-format.js';
@@ -72,11 +73,16 @@ export async function withOutbox(
   }
 }
 
-/** The wakeup `outbox relay` listens on, where this database serves it; else none. */
-async function relayWakeup(session: Session): Promise<OutboxWakeup | null> {
+/**
+ * The wakeup `outbox relay` listens on (LISTEN/NOTIFY), where this database serves it (its
+ * dialect's capabilities say, see `wakeupRefusal`); else none, and the relay polls. A
+ * dialect outboxkit has no entry for gets none: `createOutbox` refuses it by name.
+ */
+export async function relayWakeup(session: Session): Promise<OutboxWakeup | null> {
   const { listenNotifyWakeup } = await import('../src/wakeups/listen-notify.js');
   const wakeup = listenNotifyWakeup();
-  const served = wakeup.capabilities.dialects?.includes(session.db.sequelize.getDialect()) ?? true;
+  const entry = findDialect(session.db.sequelize.getDialect());
+  const served = entry !== undefined && wakeupRefusal(entry, wakeup.capabilities) === undefined;
   return served ? wakeup : null;
 }
 

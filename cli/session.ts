@@ -7,6 +7,7 @@
 import { existsSync } from 'node:fs';
 import { formatLoadError, type LoadedConfig, loadConfig } from '../src/declare/load-config.js';
 import { ConfigurationError } from '../src/errors/outbox-error.js';
+import { findDialect } from '../src/storage/dialects.js';
 import { type TableNames, tableNames } from '../src/storage/tables.js';
 import { type CliDatabase, checkReachable, closeDatabase, resolveDatabase } from './connect.js';
 import type { CliIo } from './io.js';
@@ -26,11 +27,6 @@ export interface Session {
 
 /** A SQLite database file that is not there (and which the command must not create). */
 export class MissingDatabaseFile extends ConfigurationError {}
-
-/** Per dialect, what the CLI asks to name the schema it works in (data, not a name check). */
-const CURRENT_SCHEMA_SQL: Readonly<Record<string, string>> = {
-  postgres: 'SELECT current_schema() AS schema',
-};
 
 /**
  * Load the config (`file`, else the first default name found, relative to `cwd`), or
@@ -85,14 +81,18 @@ export async function openSession(
     await closeConfigSequelize(loaded, db);
   };
   try {
-    if (options.mustExist && db.sqliteFile && !existsSync(db.sqliteFile)) {
+    if (options.mustExist && db.databaseFile && !existsSync(db.databaseFile)) {
+      const title = findDialect(db.sequelize.getDialect())?.title;
       throw new MissingDatabaseFile(
-        `there is no SQLite database at ${db.sqliteFile} (${db.origin}); create the outbox tables first: npx outbox migrate`,
+        `there is no ${title} database at ${db.databaseFile} (${db.origin}); create the outbox tables first: npx outbox migrate`,
         { path: 'url' },
       );
     }
+    // Where the dialect has schemas, its entry says how to ask the connection's current one.
     const schemaSql =
-      flags.schema === undefined ? CURRENT_SCHEMA_SQL[db.sequelize.getDialect()] : undefined;
+      flags.schema === undefined
+        ? findDialect(db.sequelize.getDialect())?.connection.currentSchemaSql
+        : undefined;
     const rows = await checkReachable(db, flags.connectTimeout, schemaSql);
     const schema =
       flags.schema ?? (schemaSql ? String(rows[0]?.schema ?? '') || undefined : undefined);

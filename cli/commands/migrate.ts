@@ -13,6 +13,14 @@ import { inboxMigrationSql } from '../../src/inbox/sql-script.js';
 import { inboxTables } from '../../src/inbox/tables.js';
 import { createOutbox } from '../../src/outbox.js';
 import {
+  dialectEntries,
+  dialectNamed,
+  dialectsWith,
+  findDialect,
+  listDialects,
+  supportedDialects,
+} from '../../src/storage/dialects.js';
+import {
   type MigrationDialect,
   migrationStatements,
 } from '../../src/storage/migration-statements.js';
@@ -60,7 +68,7 @@ export function migrateCommand(command: Command): Command {
       new Option(
         '--dialect <dialect>',
         'with --print-sql / --emit: the SQL dialect, without a database (default: the database’s)',
-      ).choices(['postgres', 'sqlite']),
+      ).choices([...supportedDialects()]),
     )
     .addOption(
       new Option(
@@ -186,8 +194,13 @@ export async function migrate(flags: MigrateFlags, out: CliOutput, io: CliIo): P
 /** `--print-sql` and `--emit`: the statements, from the dialect given or the database's. */
 async function script(flags: MigrateFlags, out: CliOutput, io: CliIo): Promise<number> {
   const dialect = flags.dialect ?? (await dialectOfDatabase(flags, io));
-  if (flags.schema !== undefined && dialect !== 'postgres') {
-    throw new ConfigurationError(`--schema is for PostgreSQL; ${dialect} has no schemas`, {
+  const entry = dialectNamed(dialect);
+  if (flags.schema !== undefined && !entry.capabilities.schemas) {
+    const withSchemas = listDialects(
+      dialectsWith((c) => c.schemas),
+      { join: 'or', titles: true },
+    );
+    throw new ConfigurationError(`--schema is for ${withSchemas}; ${dialect} has no schemas`, {
       path: 'schema',
     });
   }
@@ -198,8 +211,10 @@ async function script(flags: MigrateFlags, out: CliOutput, io: CliIo): Promise<n
     const lines = [
       `-- outboxkit migrations for ${dialect}, tables ${label}: what \`npx outbox migrate\` runs.`,
       '-- Every statement is idempotent; run them in one transaction.',
-      ...(dialect === 'sqlite'
-        ? ['-- SQLite: outboxkit also sets PRAGMA journal_mode=WAL, outside any transaction.']
+      ...(entry.migration.beforeMigrate.length > 0
+        ? [
+            `-- ${entry.title}: outboxkit also sets ${entry.migration.beforeMigrate.join('; ')}, outside any transaction.`,
+          ]
         : []),
       '',
       ...statements.prelude.map((s) => `${s};\n`),
@@ -261,22 +276,20 @@ async function dialectOfDatabase(flags: MigrateFlags, io: CliIo): Promise<Migrat
   } catch {
     await closeConfigSequelize(loaded, undefined);
     throw new ConfigurationError(
-      'pass --dialect postgres|sqlite (or a database, --url or the config’s sequelize, to take it from)',
+      `pass --dialect ${supportedDialects().join('|')} (or a database, --url or the config’s sequelize, to take it from)`,
       { path: 'dialect' },
     );
   }
-  const dialect = db.sequelize.getDialect();
+  const name = db.sequelize.getDialect();
   if (db.owned) await closeDatabase(db);
   await closeConfigSequelize(loaded, undefined);
-  if (dialect !== 'postgres' && dialect !== 'sqlite') {
+  if (!findDialect(name)) {
     throw new ConfigurationError(
-      `outboxkit supports PostgreSQL and SQLite; this database is ${dialect}`,
-      {
-        path: 'url',
-      },
+      `outboxkit supports ${listDialects(dialectEntries(), { titles: true })}; this database is ${name}`,
+      { path: 'url' },
     );
   }
-  return dialect;
+  return name as MigrationDialect;
 }
 
 /** `"app"."outbox_*"`: the tables a script names. */

@@ -24,6 +24,7 @@ import { EXIT } from '../exit-codes.js';
 import { type CliIo, onStopRequest } from '../io.js';
 import type { CliOutput } from '../log-format.js';
 import { type MetricsServer, serveMetrics } from '../metrics-server.js';
+import { relayWakeup } from '../operation.js';
 import { type ConnectionFlags, connectionOptions, integer } from '../options.js';
 import { schemaStatus } from '../schema-status.js';
 import { openSession, type Session } from '../session.js';
@@ -173,17 +174,14 @@ export async function relay(flags: RelayFlags, out: CliOutput, io: CliIo): Promi
       );
     }
     // LISTEN/NOTIFY where the database can serve it (its capabilities say), else polling.
-    const { listenNotifyWakeup } = await import('../../src/wakeups/listen-notify.js');
-    const wakeup = listenNotifyWakeup();
-    const served =
-      wakeup.capabilities.dialects?.includes(session.db.sequelize.getDialect()) ?? true;
+    const wakeup = await relayWakeup(session);
     outbox = createOutbox(session.loaded.config, {
       sequelize: session.db.sequelize,
       schema: flags.schema,
       tablePrefix: flags.tablePrefix,
       preparedStatements: flags.preparedStatements,
       logger: out.logger,
-      wakeup: served ? wakeup : null,
+      wakeup,
     });
     if (flags.metricsPort !== undefined) {
       const registry = outbox.metrics();
