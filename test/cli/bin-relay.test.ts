@@ -26,9 +26,6 @@ import {
   waitFor,
 } from './support/cli.js';
 
-/** Every run here is the compiled bin. */
-const bin = { bin: true } as const;
-
 let dir: string;
 beforeAll(() => {
   dir = mkdtempSync(join(tmpdir(), 'outbox-cli-bin-relay-'));
@@ -57,7 +54,6 @@ describe('node bin/outbox.js relay, as production runs it', () => {
     const received = join(dir, 'drain.txt');
     await fire(20);
     const relay = startCli(['relay', '-c', PING_CONFIG, '--concurrency', '1', ...db.args], {
-      ...bin,
       env: { OUTBOX_TEST_RECEIVED: received, OUTBOX_TEST_DELAY_MS: '50' },
     });
     await waitFor(() => receivedNumbers(received).length >= 2, 'two deliveries');
@@ -75,14 +71,12 @@ describe('node bin/outbox.js relay, as production runs it', () => {
     const received = join(dir, 'once.txt');
     await fire(2);
     const failing = await runCli(['relay', '--once', '-c', PING_CONFIG, ...db.args], {
-      ...bin,
       env: { OUTBOX_TEST_RECEIVED: received, OUTBOX_TEST_FAIL: '1' },
     });
     expect(failing.stderr).toMatch(/succeeded 0, failed ([2-9]|\d\d+),/);
     expect(failing.code).toBe(2);
     await fire(1);
     const ok = await runCli(['relay', '--once', '-c', PING_CONFIG, ...db.args], {
-      ...bin,
       env: { OUTBOX_TEST_RECEIVED: received },
     });
     expect(ok.stderr).toMatch(/succeeded [1-3], failed 0, dead 0/);
@@ -111,7 +105,6 @@ describeEachDialect('node bin/outbox.js relay --shutdown-timeout', (dialect) => 
     await outbox.fire('test.Ping', { n: 0 });
     const started = `${received}.started`;
     const relay = startCli(['relay', '-c', PING_CONFIG, '--shutdown-timeout', '200', ...db.args], {
-      ...bin,
       env: {
         OUTBOX_TEST_RECEIVED: received,
         OUTBOX_TEST_DELAY_MS: '20000',
@@ -174,7 +167,7 @@ describe.skipIf(!inject('pgAvailable'))(
     it('migrate and relay --once close its pool and exit at once', async () => {
       for (const args of [['migrate'], ['relay', '--once']]) {
         const started = Date.now();
-        const result = await runCli([...args, '-c', APP_CONFIG], { ...bin, env });
+        const result = await runCli([...args, '-c', APP_CONFIG], { env });
         expect(result.code, result.stderr).toBe(0);
         // The fixture's idle pool (60 s) would hold the process a minute; a slow start on a
         // loaded machine takes seconds, not that.
@@ -183,8 +176,8 @@ describe.skipIf(!inject('pgAvailable'))(
     });
 
     it('a SIGTERMed relay exits right after `relay stopped`', async () => {
-      expect((await runCli(['migrate', '-c', APP_CONFIG], { ...bin, env })).code).toBe(0);
-      const relay = startCli(['relay', '-c', APP_CONFIG], { ...bin, env });
+      expect((await runCli(['migrate', '-c', APP_CONFIG], { env })).code).toBe(0);
+      const relay = startCli(['relay', '-c', APP_CONFIG], { env });
       await waitFor(() => relay.output().stderr.includes('relay running'), 'the relay to start');
       relay.child.kill('SIGTERM');
       await waitFor(() => relay.output().stderr.includes('relay stopped'), 'relay stopped');

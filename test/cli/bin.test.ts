@@ -25,10 +25,7 @@ import {
 } from './support/cli.js';
 
 /** `node bin/outbox.js <args>`. */
-const bin = (
-  args: readonly string[],
-  options: { cwd?: string; env?: Record<string, string>; timeoutMs?: number } = {},
-) => runCli(args, { ...options, bin: true });
+const bin = runCli;
 
 describe('npx outbox', () => {
   it('the compiled CLI is there (npm run build)', () => {

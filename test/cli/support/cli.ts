@@ -2,15 +2,12 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
+import { fileURLToPath } from 'node:url';
 import { Sequelize } from 'sequelize';
 import { postgresTestSchema, postgresUrl } from '../../../testing/databases.js';
 
 /** The repository root. */
 export const REPO = resolve(dirname(fileURLToPath(import.meta.url)), '../../..');
-const ENTRY = join(REPO, 'test/cli/support/entry.ts');
-/** tsx's loader by path, so the CLI also starts from a working directory outside the repo. */
-const TSX = pathToFileURL(join(REPO, 'node_modules/tsx/dist/loader.mjs')).href;
 /** The published bin, which runs the compiled CLI in dist/ (`npm run build`). */
 export const BIN = join(REPO, 'bin/outbox.js');
 /** The compiled CLI the bin imports. */
@@ -36,21 +33,18 @@ export interface CliProcess {
 }
 
 /**
- * Start `outbox <args>` as a child process, from source (see entry.ts), in `cwd`. A test
- * runs the CLI in-process (in-process.ts) unless what it checks is the process itself
- * (bin.test.ts, bin-relay.test.ts: `bin: true`): a spawn costs seconds, most of them tsx
- * compiling the CLI.
+ * Start `node bin/outbox.js <args>` (the compiled CLI, what production runs) as a child
+ * process in `cwd`. A test runs the CLI in-process (in-process.ts) unless what it checks
+ * is the process itself (bin.test.ts, bin-relay.test.ts): a spawn costs seconds.
  * `env` is added to this process's environment; `OUTBOX_DATABASE_URL` and `DATABASE_URL`
  * are cleared unless given, so a developer's own setting never points a test at their
- * database. `bin: true` runs the compiled bin (`node bin/outbox.js`, what production
- * runs) instead of the source.
+ * database.
  */
 export function startCli(
   args: readonly string[],
-  options: { cwd?: string; env?: Record<string, string>; bin?: boolean } = {},
+  options: { cwd?: string; env?: Record<string, string> } = {},
 ): CliProcess {
-  const command = options.bin ? [BIN] : ['--import', TSX, ENTRY];
-  const child = spawn(process.execPath, [...command, ...args], {
+  const child = spawn(process.execPath, [BIN, ...args], {
     cwd: options.cwd ?? REPO,
     env: { ...process.env, OUTBOX_DATABASE_URL: '', DATABASE_URL: '', ...options.env },
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -73,7 +67,7 @@ export function startCli(
 /** Run `outbox <args>` to the end; kills it (and fails) after `timeoutMs`. */
 export async function runCli(
   args: readonly string[],
-  options: { cwd?: string; env?: Record<string, string>; timeoutMs?: number; bin?: boolean } = {},
+  options: { cwd?: string; env?: Record<string, string>; timeoutMs?: number } = {},
 ): Promise<CliResult> {
   const run = startCli(args, options);
   const timeoutMs = options.timeoutMs ?? 20_000;
