@@ -4,9 +4,9 @@ import { defineConfig } from 'vitest/config';
 /**
  * Test files run in parallel: each has a database of its own (a PostgreSQL schema, a
  * SQLite file), and its broker names (streams, queues, topics) carry a run id. Most of a
- * file's time is spent waiting on a server, so two workers per core keep both cores busy
- * (vitest's default, one worker less than the cores, would run one file at a time here).
- * `OUTBOX_TEST_WORKERS` overrides it.
+ * file's time is spent waiting on a server, so one worker per core, and never fewer than
+ * two (vitest's default, one worker less than the cores, would run one file at a time on
+ * this 2-core machine). `OUTBOX_TEST_WORKERS` overrides it.
  */
 const workers = Number(process.env.OUTBOX_TEST_WORKERS) || Math.max(2, availableParallelism());
 
@@ -35,7 +35,7 @@ export default defineConfig({
           name: 'outboxkit',
           include: ['test/**/*.test.ts'],
           // A file that leaves a connection, server, child or timer open fails.
-          setupFiles: process.env.OUTBOX_TEST_LEAKS === 'on' ? ['test/support/leak-check.ts'] : [],
+          setupFiles: ['test/support/leak-check.ts'],
         },
       },
       // The shop's example test, run as the README shows it (its own setup file).
