@@ -23,7 +23,7 @@ import { afterAll, beforeAll } from 'vitest';
 /** Resource types that are never a file's own (stdio, the worker's channel to vitest). */
 const NOT_OURS = new Set(['TTYWrap', 'PipeWrap', 'SignalWrap', 'FSEventWrap', 'StatWatcher']);
 
-function counts(): Map<string, number> {
+export function counts(): Map<string, number> {
   const map = new Map<string, number>();
   for (const type of process.getActiveResourcesInfo()) {
     if (NOT_OURS.has(type)) continue;
@@ -33,7 +33,7 @@ function counts(): Map<string, number> {
 }
 
 /** What is open now and was not at the start: `type ×n` each. */
-function leftOpen(start: Map<string, number>): string[] {
+export function leftOpen(start: Map<string, number>): string[] {
   const left: string[] = [];
   for (const [type, n] of counts()) {
     const more = n - (start.get(type) ?? 0);
