@@ -13,8 +13,11 @@ import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import { type Command, Option } from 'commander';
 import { QueryTypes } from 'sequelize';
+import { DEFAULT_LANE } from '../../src/declare/define-outbox.js';
 import { ConfigurationError } from '../../src/errors/outbox-error.js';
 import { createOutbox, type Outbox } from '../../src/outbox.js';
+import { servedLanes } from '../../src/relay/lanes.js';
+import { checkTopics } from '../../src/relay/relay-topics.js';
 import type { RelayReport } from '../../src/relay/run-relay.js';
 import { isTransientDatabaseError } from '../../src/relay/transient.js';
 import { runtimeOf } from '../../src/runtime.js';
@@ -162,6 +165,17 @@ export async function relay(flags: RelayFlags, out: CliOutput, io: CliIo): Promi
   /** Abandoned deliveries still run: closing would wait for them; the process exits instead. */
   const state = { abandoned: false };
   try {
+    // The lanes and topics are checked before anything is printed, as runRelay checks them:
+    // `--lane mial` is refused (exit 1) without a "relay running" line before it.
+    servedLanes(
+      session.loaded.config,
+      'runRelay',
+      flags.allLanes ? null : flags.lane,
+      flags.excludeLane,
+      DEFAULT_LANE,
+    );
+    checkTopics('runRelay', 'topics', flags.topic);
+    checkTopics('runRelay', 'excludeTopics', flags.excludeTopic);
     const status = await schemaStatus(session.db.sequelize, session.tables);
     if (status.state !== 'current') {
       const what =

@@ -37,6 +37,17 @@ describe('a database URL the registry has no entry for', () => {
       expect(refused.stderr).not.toContain('secret');
     }
   });
+
+  it('refuses a mistyped scheme (postgress://) before connecting, with every command (issue 33)', async () => {
+    const url = 'postgress://app:secret@127.0.0.1:5432/test';
+    for (const command of [['relay', '--once'], ['health'], ['migrate']]) {
+      const refused = await runCliInProcess([...command, '-c', PING_CONFIG, '--url', url]);
+      expect(refused.code).toBe(1);
+      expect(refused.stderr).toBe(
+        `outbox: the database URL must start with ${listUrlPrefixes()} (got postgress://app:***@127.0.0.1:5432/test)\n`,
+      );
+    }
+  });
 });
 
 describe('migrate --print-sql --dialect', () => {

@@ -70,6 +70,9 @@ describeEachDialect('outbox relay --lane / --topic', (dialect) => {
     expect(result.stderr).toContain(
       'no receiver is declared in lane "mial" (declared lanes: default, mail)',
     );
+    // Refused before anything is printed: no "relay running" line first.
+    expect(result.stderr).not.toContain('running');
+    expect(result.stderr.trim().split('\n')).toHaveLength(1);
     expect(received(file)).toEqual([]);
   });
 
