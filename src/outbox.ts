@@ -357,10 +357,21 @@ export function createOutbox<C extends OutboxConfig>(
     fireHeaders,
     arrangeEager,
   };
+  // Set by close(): fire() and fireMany() refuse from then on, since the wakeup and the
+  // transports they would signal are released (the event would sit unannounced).
+  let closed = false;
+  const refuseClosed = (where: string) => {
+    if (!closed) return;
+    throw new ConfigurationError(
+      `${where}: this outbox (${tables.events}, ${entry.title}) is closed — outbox.close() released its wakeup and transports; fire through an outbox that is open (createOutbox again)`,
+      { path: 'close' },
+    );
+  };
   const outbox: Outbox<C> = {
     config,
     migrate: () => store.migrate(),
     fire: async (name, payload, fireOptions = {}) => {
+      refuseClosed('fire()');
       const [fired] = await fireEvents(
         runtime,
         [{ ...fireOptions, name, payload }],
@@ -369,13 +380,15 @@ export function createOutbox<C extends OutboxConfig>(
       );
       return fired as FiredEvent<never>;
     },
-    fireMany: (messages, fireOptions = {}) =>
-      fireEvents(
+    fireMany: async (messages, fireOptions = {}) => {
+      refuseClosed('fireMany()');
+      return fireEvents(
         runtime,
         messages as readonly FireMessage[],
         fireOptions.transaction,
         'fireMany()',
-      ),
+      );
+    },
     runRelay: (relayOptions) => runRelay(runtime, relayOptions),
     deliverPending: (pendingOptions) => deliverPending(runtime, pendingOptions),
     deliverOne: (deliveryId) => deliverOne(runtime, deliveryId),
@@ -392,6 +405,7 @@ export function createOutbox<C extends OutboxConfig>(
     cleanupDeadLettered: (cleanupOptions) => cleanupDeadLettered(runtime, cleanupOptions),
     cleanupPublished: (cleanupOptions) => cleanupPublished(runtime, cleanupOptions),
     close: async () => {
+      closed = true;
       const closing: Promise<unknown>[] = [];
       if (wakeup) closing.push(wakeup.close());
       const deliveries = new Set(config.receivers.map((r) => r.delivery).filter((d) => d?.close));

@@ -4,6 +4,7 @@ import type { Runtime } from '../runtime.js';
 import { resolveTransaction } from '../transaction/join.js';
 import { arrangeAfterCommit, freshDurableTopics, signalWhenCommitted } from './after-commit.js';
 import { runInlineReceivers } from './inline.js';
+import { outboxWrite } from './missing-tables.js';
 import { planDeliveries } from './plan.js';
 import { prepareEvents } from './prepare.js';
 import type { FiredEvent, FireMessage, PlannedEvent } from './types.js';
@@ -82,7 +83,7 @@ async function fireInTransaction(
       transaction: t,
       where: (i) => (messages.length > 1 ? `${where}[${i}]` : where),
     });
-    const inserted = await insertPlanned(rt, planned, t);
+    const inserted = await outboxWrite(rt, where, () => insertPlanned(rt, planned, t));
     const topics = freshDurableTopics(planned, inserted);
     if (!answered && !planned.some(runsInProcess)) {
       if (topics.length > 0) signalWhenCommitted(rt, t, topics);

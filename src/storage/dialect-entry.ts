@@ -159,6 +159,12 @@ export interface DialectEntry<N extends string = string> {
   createStore(sequelize: Sequelize, tables: TableNames, options?: StoreOptions): OutboxStore;
   readonly migration: DialectMigration;
   readonly connection: DialectConnection;
+  /**
+   * Whether an error a statement raised says a table does not exist (PostgreSQL SQLSTATE
+   * `42P01`, SQLite's `no such table`): read only AFTER a statement failed, so `fire()`
+   * can say "run `npx outbox migrate`" without a query of its own on the hot path.
+   */
+  missingTable(error: unknown): boolean;
 }
 
 /**

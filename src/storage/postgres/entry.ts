@@ -30,4 +30,13 @@ export const postgresEntry: DialectEntry<'postgres'> = Object.freeze<DialectEntr
       connectionTimeoutMillis: connectTimeoutMs,
     }),
   }),
+  // undefined_table, on the driver's error (Sequelize's `parent`/`original`) or on itself.
+  missingTable: (error) => errorCodes(error).includes('42P01'),
 });
+
+/** The SQLSTATE codes on an error and on the driver errors Sequelize wraps in it. */
+function errorCodes(error: unknown): unknown[] {
+  if (typeof error !== 'object' || error === null) return [];
+  const e = error as { code?: unknown; parent?: { code?: unknown }; original?: { code?: unknown } };
+  return [e.code, e.parent?.code, e.original?.code];
+}

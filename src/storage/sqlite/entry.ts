@@ -33,4 +33,10 @@ export const sqliteEntry: DialectEntry<'sqlite'> = Object.freeze<DialectEntry<'s
     currentSchemaSql: undefined,
     dialectOptions: () => ({}),
   }),
+  // SQLite has no code for it (SQLITE_ERROR is every error): its message is the only sign.
+  missingTable: (error) =>
+    error instanceof Error &&
+    /\bno such table\b/.test(
+      `${error.message} ${(error as { parent?: { message?: unknown } }).parent?.message ?? ''}`,
+    ),
 });

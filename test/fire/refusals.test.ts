@@ -1,0 +1,81 @@
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { z } from 'zod';
+import {
+  ConfigurationError,
+  createOutbox,
+  defineOutbox,
+  event,
+  type Outbox,
+  receiver,
+  silentLogger,
+} from '../../src/index.js';
+import type { TestDatabase } from '../../testing/databases.js';
+import { describeEachDialect } from '../support/dialects.js';
+import { eventCount } from './support.js';
+
+const Placed = event({ schema: z.object({ orderId: z.string() }) });
+const config = defineOutbox({
+  events: { 'shop.OrderPlaced': Placed },
+  receivers: { 'mail.confirm': receiver(Placed, { handle: () => {} }) },
+});
+
+describeEachDialect('fire() refuses what would go wrong silently or cryptically', (dialect) => {
+  let db: TestDatabase;
+  let outbox: Outbox<typeof config>;
+
+  beforeAll(async () => {
+    db = await dialect.open();
+    outbox = createOutbox(config, { ...db.outboxOptions, logger: silentLogger });
+  });
+  afterAll(async () => {
+    await outbox.close();
+    await db.cleanup();
+  });
+
+  it('before migrate, fire() and fireMany() say the outbox tables are missing, with the driver error as cause', async () => {
+    for (const attempt of [
+      () => outbox.fire('shop.OrderPlaced', { orderId: 'o1' }),
+      () => outbox.fireMany([{ name: 'shop.OrderPlaced', payload: { orderId: 'o2' } }]),
+    ]) {
+      const error = await attempt().then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      expect(error).toBeInstanceOf(ConfigurationError);
+      const e = error as ConfigurationError;
+      expect(e.code).toBe('OUTBOX_CONFIGURATION');
+      expect(e.message).toMatch(
+        /^fire(Many)?\(\): the outbox tables are missing\. Run `npx outbox migrate`/,
+      );
+      expect(String((e.cause as Error).message)).toMatch(
+        dialect.name === 'postgres' ? /relation .* does not exist/ : /no such table/,
+      );
+    }
+  });
+
+  it('an error of the application inside the transaction is not mistaken for a missing outbox table', async () => {
+    const error = await db.sequelize.query('SELECT * FROM no_such_application_table').then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    expect(error).not.toBeInstanceOf(ConfigurationError);
+  });
+
+  it('after close(), fire() and fireMany() refuse, naming the outbox, and write nothing', async () => {
+    await outbox.migrate();
+    const other = createOutbox(config, { ...db.outboxOptions, logger: silentLogger });
+    await other.fire('shop.OrderPlaced', { orderId: 'open' });
+    await other.close();
+    const before = await eventCount(outbox);
+    await expect(other.fire('shop.OrderPlaced', { orderId: 'late' })).rejects.toThrow(
+      /^fire\(\): this outbox \(.*outbox_events.*\) is closed/,
+    );
+    await expect(
+      other.fireMany([{ name: 'shop.OrderPlaced', payload: { orderId: 'late' } }]),
+    ).rejects.toBeInstanceOf(ConfigurationError);
+    expect(await eventCount(outbox)).toBe(before);
+    // The outbox that is still open fires as before.
+    await outbox.fire('shop.OrderPlaced', { orderId: 'still-open' });
+    expect(await eventCount(outbox)).toBe(before + 1);
+  });
+});
