@@ -11,6 +11,7 @@ import type { OutboxWakeup } from './wakeups/wakeup.js';
 
 /** A timer the {@link Scheduler} started; pass it back to cancel it. */
 export interface TimerHandle {
+  /** Stop the timer; its callback never runs. Idempotent. */
   readonly cancel: () => void;
 }
 

@@ -33,7 +33,7 @@ import { ValidationError } from '../errors/outbox-error.js';
  *
  * Symbol-keyed properties are not data and are not encoded. The encodings of the table
  * change a value's type (a Date becomes text): `fire()` checks that the event's schema
- * still accepts such a payload as the relay will decode it (see {@link EncodedJson}).
+ * still accepts such a payload as the relay will decode it (see `EncodedJson` in `src/codec/json.ts`).
  *
  * The fast path is one `JSON.stringify` with a replacer that only raises a flag; the value
  * is walked a second time only to explain a refusal.

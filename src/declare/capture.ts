@@ -37,8 +37,10 @@ export type CapturePayload = 'keys' | 'after' | 'beforeAndAfter';
  */
 export interface CapturableModel {
   readonly name: string;
+  /** The model's attributes by name (Sequelize's `Model.getAttributes()`): their column (`field`) and which form the primary key. */
   getAttributes?(): Record<string, { type?: unknown; field?: string; primaryKey?: boolean }>;
   readonly primaryKeyAttributes?: readonly string[];
+  /** The model's table, and its schema when it has one (Sequelize's `Model.getTableName()`). */
   getTableName?(): string | { tableName: string; schema?: string };
 }
 
@@ -198,7 +200,9 @@ export interface ResolvedCapture {
   readonly topicOf: ((change: CapturedChange) => string) | undefined;
   /** The ordering-key template or function, or null for none. */
   readonly orderingKey: string | null | ((change: CapturedChange) => string | null);
+  /** `extend` as declared: what each captured change's event adds. */
   readonly extend: CaptureOptions['extend'];
+  /** `extendMany` as declared: the extensions of one statement's changes, in order. */
   readonly extendMany: CaptureOptions['extendMany'];
 }
 

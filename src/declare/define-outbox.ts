@@ -64,7 +64,11 @@ export type { ResolvedEvent } from './event.js';
  */
 export type ResolvedDue =
   | { readonly kind: 'delay'; readonly seconds: number }
-  | { readonly kind: 'at'; readonly at: (event: FiringEvent) => Date | Promise<Date> };
+  | {
+      readonly kind: 'at';
+      /** The due time of an event's row, computed at fire time. */
+      readonly at: (event: FiringEvent) => Date | Promise<Date>;
+    };
 
 /** One declared receiver, resolved: defaults filled in, its transport normalised. */
 export interface ResolvedReceiver {
@@ -85,6 +89,7 @@ export interface ResolvedReceiver {
   readonly leaseSeconds: number | undefined;
   readonly backoff: { readonly baseSeconds?: number; readonly capSeconds?: number };
   readonly timeoutSeconds: number | undefined;
+  /** Called after a failed attempt is recorded, outside any transaction; a throw is logged. */
   readonly onFailure: ((failure: DeliveryFailure) => unknown) | undefined;
   /** The lane whose relays claim its rows; {@link DEFAULT_LANE} unless declared. */
   readonly lane: string;

@@ -46,6 +46,7 @@ export interface EventDefinition<S extends z.ZodType = z.ZodType> {
   readonly version: number;
   readonly retention: Retention | undefined;
   readonly description: string | undefined;
+  /** `upgrade` as declared: brings a payload of an older version to this one, before decoding. */
   readonly upgrade: ((payload: JsonValue, fromVersion: number) => unknown) | undefined;
 }
 

@@ -12,7 +12,10 @@ import { verifyWebhookSignature } from './verify-signature.js';
  */
 export type WebhookHeadersLike =
   | Readonly<Record<string, HeaderValue>>
-  | { get(name: string): string | null };
+  | {
+      /** A header by its name, or null when absent (a Fetch `Headers`). */
+      get(name: string): string | null;
+    };
 
 /** Options of {@link fromWebhook}. */
 export interface FromWebhookOptions {

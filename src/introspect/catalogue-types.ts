@@ -17,7 +17,7 @@ export const CATALOGUE_FORMAT = 1;
  * import order and declaration order are never a difference.
  */
 export interface Catalogue {
-  /** {@link CATALOGUE_FORMAT} at the time of writing. */
+  /** The catalogue format (`CATALOGUE_FORMAT`) at the time of writing. */
   readonly format: number;
   /** Every declared event, sorted by name. */
   readonly events: readonly CatalogueEvent[];

@@ -8,9 +8,13 @@ import { textEntry } from './format.js';
  * logger.
  */
 export interface OutboxLogger {
+  /** Log `message` at debug level, with its structured `fields`. */
   debug(message: string, fields?: Record<string, unknown>): void;
+  /** Log `message` at info level, with its structured `fields`. */
   info(message: string, fields?: Record<string, unknown>): void;
+  /** Log `message` at warn level, with its structured `fields`. */
   warn(message: string, fields?: Record<string, unknown>): void;
+  /** Log `message` at error level, with its structured `fields`. */
   error(message: string, fields?: Record<string, unknown>): void;
 }
 

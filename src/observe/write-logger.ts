@@ -3,6 +3,7 @@ import type { OutboxLogger } from './logger.js';
 
 /** Where a logger of outboxkit's own writes its lines: `process.stderr`, a file stream, a test's array. */
 export interface LogStream {
+  /** Write one line (ending in a newline), as `process.stderr.write` does. */
   write(chunk: string): unknown;
   readonly isTTY?: boolean;
 }

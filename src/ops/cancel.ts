@@ -34,7 +34,7 @@ import {
 } from './arguments.js';
 import { inOperationTransaction } from './in-transaction.js';
 
-/** Options of {@link cancelDeliveries}. */
+/** Options of {@link Outbox.cancelDeliveries}. */
 export interface CancelDeliveriesOptions {
   /**
    * Only this receiver's rows: one event usually drives an immediate reaction and a
@@ -55,7 +55,7 @@ export interface CancelDeliveriesOptions {
   readonly transaction?: Transaction | null;
 }
 
-/** What {@link cancelDeliveries} did. */
+/** What {@link Outbox.cancelDeliveries} did. */
 export interface CancelResult {
   /** Rows withdrawn: they will never run. */
   readonly cancelled: number;

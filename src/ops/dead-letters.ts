@@ -6,7 +6,7 @@
 import type { Runtime } from '../runtime.js';
 import { limitOption, receiverKeyOption } from './arguments.js';
 
-/** Options of {@link deadLetters}. */
+/** Options of {@link Outbox.deadLetters}. */
 export interface DeadLettersOptions {
   /** Only this receiver's. @defaultValue every receiver's */
   readonly receiverKey?: string;

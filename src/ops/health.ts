@@ -80,7 +80,7 @@ export interface OutboxHealth {
   readonly receivers: readonly ReceiverBacklog[];
 }
 
-/** Options of {@link outboxHealth}. */
+/** Options of {@link Outbox.health}. */
 export interface HealthOptions {
   /** The moment to read the backlog at. @defaultValue the outbox's clock */
   readonly now?: Date;

@@ -30,7 +30,7 @@ export interface QuietReceiver {
   readonly lastSucceededAt: Date | null;
 }
 
-/** Options of {@link quietReceivers}. */
+/** Options of {@link Outbox.quietReceivers}. */
 export interface QuietReceiversOptions {
   /**
    * How long a receiver may go without a success before it is listed.

@@ -55,7 +55,7 @@ import { describe, type EventIdentity, eventUuids, missingOf } from './arguments
 import { inOperationTransaction } from './in-transaction.js';
 import { wakeRelaysOnCommit } from './wake-relays.js';
 
-/** Options of {@link replayEvents}. */
+/** Options of {@link Outbox.replayEvents}. */
 export interface ReplayEventsOptions {
   /**
    * Replay to these receivers only (keys of durable receivers): give a new receiver the
@@ -70,7 +70,7 @@ export interface ReplayEventsOptions {
   readonly transaction?: Transaction | null;
 }
 
-/** What {@link replayEvents} did. */
+/** What {@link Outbox.replayEvents} did. */
 export interface ReplayResult {
   /** Settled rows made pending again. */
   readonly reopened: number;

@@ -30,7 +30,7 @@ import { deliveryIdList, describe, limitOption, receiverKeyOption } from './argu
 import { inOperationTransaction } from './in-transaction.js';
 import { wakeRelaysOnCommit } from './wake-relays.js';
 
-/** Options of {@link requeueDead}. */
+/** Options of {@link Outbox.requeueDead}. */
 export interface RequeueDeadOptions {
   /** Only this receiver's dead letters. @defaultValue every receiver's */
   readonly receiverKey?: string;
@@ -54,7 +54,7 @@ export interface RequeueDeadOptions {
   readonly onBatch?: (batch: RequeueBatch) => void;
 }
 
-/** One chunk of {@link requeueDead}, as `onBatch` is told it. */
+/** One chunk of {@link Outbox.requeueDead}, as `onBatch` is told it. */
 export interface RequeueBatch {
   /** Rows this chunk requeued. */
   readonly requeued: number;

@@ -15,7 +15,9 @@ import type { OutboxWakeup, WakeupListenContext } from './wakeup.js';
  * need kafkajs installed.
  */
 export interface KafkaWakeupClient {
+  /** A new producer, which sends the wakeup messages (kafkajs `kafka.producer()`). */
   producer(config?: Record<string, unknown>): unknown;
+  /** A new consumer in group `groupId`, which receives them (kafkajs `kafka.consumer()`). */
   consumer(config: { groupId: string } & Record<string, unknown>): unknown;
 }
 

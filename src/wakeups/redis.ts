@@ -19,7 +19,9 @@ import type { OutboxWakeup, WakeupListenContext } from './wakeup.js';
  * ioredis `Redis` is one; typed by shape so `outboxkit`'s types do not need ioredis.
  */
 export interface RedisWakeupClient {
+  /** Publish `message` on `channel` (ioredis `redis.publish`). */
   publish(channel: string, message: string): Promise<unknown>;
+  /** A new connection with the same options, for subscribing (ioredis `redis.duplicate()`). */
   duplicate(override?: Record<string, unknown>): unknown;
 }
 

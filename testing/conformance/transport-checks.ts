@@ -134,6 +134,7 @@ export interface TransportCheck {
   readonly title: string;
   /** Why the check does not apply to this transport (a missing hook or method), if so. */
   notApplicable?(subject: TransportUnderTest): string | undefined;
+  /** Run the check against the transport under test; throws when it does not hold. */
   run(subject: TransportUnderTest, options: ResolvedTransportOptions): Promise<void>;
 }
 

@@ -82,6 +82,7 @@ export type ResolvedWakeupOptions = Required<Omit<WakeupConformanceOptions, 'ski
 export interface WakeupCheck {
   readonly id: WakeupCheckId;
   readonly title: string;
+  /** Run the check against the wakeup under test; throws when it does not hold. */
   run(subject: WakeupUnderTest, options: ResolvedWakeupOptions): Promise<void>;
 }
 

@@ -40,8 +40,11 @@ export interface KafkaRecord {
  * `outboxkit`'s types do not need kafkajs installed.
  */
 export interface KafkaProducer {
+  /** Connect to the brokers; called once, before the first batch. */
   connect(): Promise<void>;
+  /** Close the connections; called by the transport's `close()`. */
   disconnect(): Promise<void>;
+  /** Send messages to several topics in one request (kafkajs `producer.sendBatch`). */
   sendBatch(batch: {
     topicMessages: { topic: string; messages: KafkaRecord[] }[];
     acks?: number;
@@ -51,6 +54,7 @@ export interface KafkaProducer {
 
 /** What the transport needs of a kafkajs `Kafka` client given as `client`: a producer. */
 export interface KafkaClient {
+  /** A new producer (kafkajs `kafka.producer(config)`). */
   producer(config?: Record<string, unknown>): KafkaProducer;
 }
 

@@ -15,11 +15,13 @@ import { checkRedisUrl, loadIoRedis, quitOrDrop } from './load-ioredis.js';
  * is one; typed by shape so `outboxkit`'s types do not need ioredis installed.
  */
 export interface RedisStreamsClient {
+  /** A pipeline that sends its commands in one round trip (ioredis `redis.pipeline()`). */
   pipeline(): RedisStreamsPipeline;
 }
 
 /** The part of an ioredis pipeline the transport uses. */
 export interface RedisStreamsPipeline {
+  /** Queue an `XADD` to stream `key` on the pipeline. */
   xadd(key: string, ...args: (string | number)[]): unknown;
   /** One `[error, reply]` per queued command, in order (ioredis's `exec()`). */
   exec(): Promise<[error: Error | null, reply: unknown][] | null>;

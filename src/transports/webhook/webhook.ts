@@ -154,6 +154,7 @@ export interface WebhookUrlOptions extends WebhookCommonOptions {
  * `targets` names the subscriptions, `target` looks one up.
  */
 export interface WebhookTargetOptions extends WebhookCommonOptions {
+  /** The endpoint (URL, secret, headers) of the delivery's target, by the event and its context. */
   readonly target: (
     event: OutboxEvent,
     context: DeliveryContext,
