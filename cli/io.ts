@@ -42,6 +42,18 @@ export interface CliIo {
    * `undefined`: the process's own SIGTERM and SIGINT.
    */
   readonly signal: AbortSignal | undefined;
+  /**
+   * Where an answer to a question would come from: only whether it is a terminal is read
+   * (`process.stdin`; a test hands `{ isTTY: true }`). Off a terminal nobody can answer, so
+   * a command that would ask (a bare `requeue-dead`) refuses instead.
+   */
+  readonly stdin: { readonly isTTY?: boolean };
+  /**
+   * Ask the person at the terminal a yes/no question (`question` ends in `[y/N]`); resolves
+   * true only for a yes. Called only when `stdin` is a terminal. The process's own reads a
+   * line from `process.stdin`, the question on stderr; a test hands its answer.
+   */
+  readonly confirm: (question: string) => Promise<boolean>;
 }
 
 /**
@@ -55,7 +67,21 @@ export function cliIo(io: Partial<CliIo> = {}): CliIo {
     env: io.env ?? process.env,
     cwd: io.cwd ?? process.cwd(),
     signal: io.signal,
+    stdin: io.stdin ?? process.stdin,
+    confirm: io.confirm ?? ((question) => askOnTerminal(question, io.stderr ?? process.stderr)),
   };
+}
+
+/** {@link CliIo.confirm} of the process: one line read from `process.stdin`, `y`/`yes` a yes. */
+async function askOnTerminal(question: string, output: CliStream): Promise<boolean> {
+  const { createInterface } = await import('node:readline/promises');
+  const rl = createInterface({ input: process.stdin, output: output as NodeJS.WritableStream });
+  try {
+    const answer = await rl.question(`${question} `);
+    return /^y(es)?$/i.test(answer.trim());
+  } finally {
+    rl.close();
+  }
 }
 
 /**

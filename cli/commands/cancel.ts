@@ -8,6 +8,7 @@ import type { CliIo } from '../io.js';
 import type { CliOutput } from '../log-format.js';
 import { OPERATION_EXIT_HELP, type OperationFlags, printJson, withOutbox } from '../operation.js';
 import { connectionOptions } from '../options.js';
+import { checkReceiverFlag } from '../receiver-option.js';
 
 export interface CancelFlags extends OperationFlags {
   readonly receiver?: string;
@@ -37,6 +38,7 @@ export async function cancel(
   io: CliIo,
 ): Promise<number> {
   return withOutbox(flags, out, io, async (outbox, session) => {
+    checkReceiverFlag(session.loaded.config, flags.receiver);
     const result = await outbox.cancelDeliveries(eventIds, { receiverKey: flags.receiver });
     if (flags.json) printJson(io.stdout, result);
     else {

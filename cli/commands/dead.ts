@@ -1,7 +1,8 @@
 /**
- * `outbox dead [--receiver K] [--limit N] [--json]`: the dead letters, newest first, with
- * their errors — what to read before `outbox requeue-dead --id …` or `outbox replay`.
- * Exit 2 when there are any, so it doubles as a probe.
+ * `outbox dead [--receiver K] [--limit N] [--json] [--fail-if-any]`: the dead letters, newest
+ * first, with their errors — what to read before `outbox requeue-dead --id …` or `outbox
+ * replay`. Listing exits 0 whatever it lists (a `set -e` script reads the list); probing is
+ * `--fail-if-any` (exit 2 when there are any), or `outbox health --max-dead 0`.
  */
 import type { Command } from 'commander';
 import { DEFAULT_DEAD_LETTERS_LIMIT, type DeadLetter } from '../../src/ops/dead-letters.js';
@@ -10,10 +11,13 @@ import type { CliIo } from '../io.js';
 import type { CliOutput } from '../log-format.js';
 import { OPERATION_EXIT_HELP, type OperationFlags, printJson, withOutbox } from '../operation.js';
 import { connectionOptions, integer } from '../options.js';
+import { checkReceiverFlag } from '../receiver-option.js';
 
 export interface DeadFlags extends OperationFlags {
   readonly receiver?: string;
   readonly limit?: number;
+  /** `--fail-if-any`: exit 2 when any dead letter is listed (a probe). */
+  readonly failIfAny?: boolean;
 }
 
 /** Declare the command's options on `command`. */
@@ -28,9 +32,16 @@ export function deadCommand(command: Command): Command {
       integer(1, 100_000),
     )
     .option('--json', 'print the list as JSON (an array) on stdout')
+    .option(
+      '--fail-if-any',
+      'exit 2 when there is any dead letter (a probe; listing alone exits 0)',
+    )
     .addHelpText(
       'after',
-      `${OPERATION_EXIT_HELP('dead letters were listed (someone should read them)')}
+      `${OPERATION_EXIT_HELP('with --fail-if-any: there are dead letters (someone should read them)')}
+
+Listing exits 0, whatever it lists, so a \`set -e\` script can read \`outbox dead --json\`.
+To probe, add --fail-if-any, or run \`npx outbox health --max-dead 0\` (exit 2 when any).
 
 Then:
   npx outbox requeue-dead --id 42 --id 43     # give those rows their attempts back
@@ -41,6 +52,7 @@ Then:
 
 export async function dead(flags: DeadFlags, out: CliOutput, io: CliIo): Promise<number> {
   return withOutbox(flags, out, io, async (outbox, session) => {
+    checkReceiverFlag(session.loaded.config, flags.receiver);
     const letters = await outbox.deadLetters({ receiverKey: flags.receiver, limit: flags.limit });
     if (flags.json) printJson(io.stdout, letters);
     else if (letters.length === 0) out.result(`no dead letters on ${session.where}`);
@@ -50,7 +62,7 @@ export async function dead(flags: DeadFlags, out: CliOutput, io: CliIo): Promise
       );
       for (const letter of letters) io.stdout.write(`${describeLetter(letter)}\n`);
     }
-    return letters.length > 0 ? EXIT.needsAttention : EXIT.ok;
+    return flags.failIfAny && letters.length > 0 ? EXIT.needsAttention : EXIT.ok;
   });
 }
 

@@ -14,6 +14,7 @@ import {
   withOutbox,
 } from '../operation.js';
 import { connectionOptions } from '../options.js';
+import { checkReceiverFlag } from '../receiver-option.js';
 
 export interface ReplayFlags extends OperationFlags {
   readonly receiver?: readonly string[];
@@ -60,6 +61,7 @@ export async function replay(
     out,
     io,
     async (outbox, session) => {
+      for (const key of flags.receiver ?? []) checkReceiverFlag(session.loaded.config, key);
       const result = await outbox.replayEvents(eventIds, { receiverKeys: flags.receiver });
       if (flags.json) printJson(io.stdout, result);
       else {

@@ -1,9 +1,12 @@
 /**
  * `outbox requeue-dead [--receiver K] [--id N…] [--topic T…] [--limit N] [--json]`: give
  * dead letters their attempt budget back (pending, attempts zero, owed from now), by
- * receiver, row or topic; with no scope, every dead letter.
+ * receiver, row or topic; with no scope, every dead letter — and that only when asked for:
+ * `--all`, or a yes at the terminal's prompt. Off a terminal a bare `requeue-dead` is
+ * refused (exit 1), so a script never requeues everything by leaving a filter out.
  */
 import type { Command } from 'commander';
+import { ValidationError } from '../../src/errors/outbox-error.js';
 import { EXIT } from '../exit-codes.js';
 import type { CliIo } from '../io.js';
 import type { CliOutput } from '../log-format.js';
@@ -16,12 +19,15 @@ import {
 } from '../operation.js';
 import { connectionOptions, integer } from '../options.js';
 import { progressForm, startProgress } from '../progress.js';
+import { checkReceiverFlag } from '../receiver-option.js';
 
 export interface RequeueDeadFlags extends OperationFlags {
   readonly receiver?: string;
   readonly id?: readonly string[];
   readonly topic?: readonly string[];
   readonly limit?: number;
+  /** `--all`: requeue every dead letter without asking. */
+  readonly all?: boolean;
 }
 
 /** Collect a repeatable delivery id, checked as one. */
@@ -45,10 +51,18 @@ export function requeueDeadCommand(command: Command): Command {
       repeatable,
     )
     .option('--limit <n>', 'at most this many rows', integer(1))
+    .option(
+      '--all',
+      'with no --receiver/--id/--topic/--limit: requeue every dead letter, without asking',
+    )
     .option('--json', 'print {"requeued": n} on stdout (and each chunk as a JSON line on stderr)')
     .addHelpText(
       'after',
       `${OPERATION_EXIT_HELP('rows named with --id were not all requeued (not dead, or not there)')}
+
+With no --receiver, --id, --topic or --limit it would requeue every dead letter: on a
+terminal it asks first (the count, [y/N]); off one (a script, CI) it is refused, exit 1,
+unless --all says so.
 
 A cancelled row is never requeued (replay its event instead). The rows go in chunks of
 settings.batchSize, oldest event first, each chunk its own short transaction: a progress
@@ -71,12 +85,36 @@ export async function requeueDead(
     out,
     io,
     async (outbox, session) => {
+      checkReceiverFlag(session.loaded.config, flags.receiver);
       const scope = {
         receiverKey: flags.receiver,
         deliveryIds: flags.id,
         topics: flags.topic,
         limit: flags.limit,
       };
+      const unscoped =
+        flags.receiver === undefined &&
+        flags.id === undefined &&
+        flags.topic === undefined &&
+        flags.limit === undefined;
+      if (unscoped && !flags.all) {
+        if (io.stdin.isTTY !== true) {
+          throw new ValidationError(
+            'requeue-dead with no --receiver, --id, --topic or --limit requeues every dead letter: pass --all to mean it (on a terminal it asks), or name what to requeue (`npx outbox dead` lists them)',
+            { path: 'all' },
+          );
+        }
+        const count = await outbox.requeueDead({ ...scope, dryRun: true });
+        if (count > 0) {
+          const yes = await io.confirm(
+            `requeue all ${count} dead letter${count === 1 ? '' : 's'} on ${session.where}? [y/N]`,
+          );
+          if (!yes) {
+            out.warn('nothing requeued (not confirmed)');
+            return EXIT.couldNotRun;
+          }
+        }
+      }
       const form = progressForm(out, flags.json, io.stderr);
       // The bar's total: the dead rows in scope now (at most --limit).
       const total = form === 'bar' ? await outbox.requeueDead({ ...scope, dryRun: true }) : 0;

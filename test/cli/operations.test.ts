@@ -61,20 +61,23 @@ describeEachDialect('outbox dead, requeue-dead, replay, cancel', (dialect) => {
     return fired;
   }
 
-  it('dead lists the dead letters newest first with their errors (exit 2), or says there are none (exit 0)', async () => {
+  it('dead lists the dead letters newest first with their errors, or says there are none: exit 0 either way; --fail-if-any exits 2 when it lists any', async () => {
     const none = await cli('dead');
     expect([none.code, none.stdout]).toEqual([0, expect.stringContaining('no dead letters')]);
 
     // One after the other, so the second is the newer dead letter.
     const fired = [...(await deadPings(0)), ...(await deadPings(1))];
+    expect((await cli('dead', '--fail-if-any')).code).toBe(2);
     const listed = await cli('dead');
-    expect(listed.code).toBe(2);
+    // Listing is not probing: a `set -e` script reads the list (issue 33).
+    expect(listed.code).toBe(0);
     expect(listed.stdout).toContain('2 dead letters');
     expect(listed.stdout).toContain(`test.Ping ${fired[1].id}  attempts 5/5`);
     expect(listed.stdout).toContain('ping 1 refused');
     expect(listed.stdout.indexOf(fired[1].id)).toBeLessThan(listed.stdout.indexOf(fired[0].id));
 
     const json = await cli('dead', '--json', '--limit', '1', '--receiver', 'test.record');
+    expect(json.code).toBe(0);
     const letters = JSON.parse(json.stdout);
     expect(letters).toHaveLength(1);
     expect(letters[0]).toMatchObject({
@@ -130,5 +133,58 @@ describeEachDialect('outbox dead, requeue-dead, replay, cancel', (dialect) => {
     expect(await outbox.countDeliveries()).toMatchObject({ cancelled: 1, pending: 0 });
     const json = await cli('cancel', fired.id, '--json');
     expect(JSON.parse(json.stdout)).toEqual({ cancelled: 0, inFlight: 0, missing: [] });
+  });
+
+  it.each([
+    ['dead'],
+    ['requeue-dead'],
+    ['cancel', '01900000-0000-7000-8000-000000000000'],
+    ['replay', '01900000-0000-7000-8000-000000000000'],
+  ])(
+    '%s refuses a --receiver the config does not declare, naming the close one (exit 1)',
+    async (...command) => {
+      await deadPings(0);
+      const refused = await cli(...command, '--receiver', 'test.recrod');
+      expect(refused.code).toBe(1);
+      expect(refused.stdout).toBe('');
+      expect(refused.stderr).toContain(
+        '--receiver "test.recrod" is not a durable receiver of this outbox — did you mean "test.record"?; the durable receivers are: test.record',
+      );
+      // Nothing was touched.
+      expect(await outbox.countDeliveries()).toMatchObject({ dead: 1 });
+    },
+  );
+
+  it('a bare requeue-dead is refused off a terminal, unless --all (exit 1)', async () => {
+    await deadPings(0, 1);
+    const refused = await cli('requeue-dead');
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toContain('pass --all to mean it');
+    expect(await outbox.countDeliveries()).toMatchObject({ dead: 2, pending: 0 });
+    const all = await cli('requeue-dead', '--all', '--json');
+    expect([all.code, JSON.parse(all.stdout)]).toEqual([0, { requeued: 2 }]);
+  });
+
+  it('a bare requeue-dead on a terminal asks first, with the count; only a yes requeues', async () => {
+    await deadPings(0, 1);
+    const questions: string[] = [];
+    const terminal = (answer: boolean) => ({
+      stdin: { isTTY: true },
+      confirm: async (question: string) => {
+        questions.push(question);
+        return answer;
+      },
+    });
+    const args = ['requeue-dead', '-c', PING_CONFIG, ...db.args];
+    const declined = await runCliInProcess(args, { terminal: terminal(false) });
+    expect(declined.code).toBe(1);
+    expect(declined.stderr).toContain('nothing requeued (not confirmed)');
+    expect(await outbox.countDeliveries()).toMatchObject({ dead: 2, pending: 0 });
+    const accepted = await runCliInProcess(args, { terminal: terminal(true) });
+    expect([accepted.code, accepted.stdout]).toEqual([0, expect.stringContaining('requeued 2')]);
+    expect(questions).toEqual([
+      expect.stringMatching(/^requeue all 2 dead letters on .*\? \[y\/N\]$/),
+      expect.stringMatching(/^requeue all 2 dead letters on /),
+    ]);
   });
 });

@@ -211,7 +211,7 @@ describeEachDialect('outbox prune and requeue-dead: progress', (dialect) => {
     ]);
     expect(plain.stdout).toContain('requeued 3 dead letters');
 
-    const json = await cli('requeue-dead', '--json');
+    const json = await cli('requeue-dead', '--all', '--json');
     expect(json.code).toBe(0);
     expect(JSON.parse(json.stdout)).toEqual({ requeued: 2 });
     expect(

@@ -76,7 +76,13 @@ describePostgres('outbox requeue-dead and replay wake a running relay', () => {
       await notifying.close();
       await waitFor(() => receivedNumbers(received).includes(2), 'the relay to deliver the probe');
 
-      const requeued = await runCliInProcess(['requeue-dead', '-c', PING_CONFIG, ...db.args]);
+      const requeued = await runCliInProcess([
+        'requeue-dead',
+        '--all',
+        '-c',
+        PING_CONFIG,
+        ...db.args,
+      ]);
       expect(requeued.code).toBe(0);
       const requeuedAt = Date.now();
       await waitFor(

@@ -15,6 +15,7 @@
  * back after. Runs that overlap must agree on them: one that would change a variable
  * another running command set fails at once rather than let them see each other's.
  */
+import type { CliIo } from '../../../cli/io.js';
 import { main } from '../../../cli/main.js';
 import { REPO } from './cli.js';
 
@@ -42,6 +43,8 @@ export interface InProcessOptions {
   readonly cwd?: string;
   /** Variables over this process's environment (see the module comment). */
   readonly env?: Record<string, string>;
+  /** A terminal to ask on: `stdin` (`{ isTTY: true }`) and the answer `confirm` gives. */
+  readonly terminal?: Pick<CliIo, 'stdin' | 'confirm'>;
 }
 
 /** The variables the CLI itself reads: only ever from its io, never set on process.env. */
@@ -117,6 +120,13 @@ export function startCliInProcess(
     env,
     cwd: options.cwd ?? REPO,
     signal: stopping.signal,
+    // Never this process's stdin: a test that asks hands its terminal.
+    stdin: options.terminal?.stdin ?? { isTTY: false },
+    confirm:
+      options.terminal?.confirm ??
+      (async (question) => {
+        throw new Error(`outbox asked with no terminal given: ${question}`);
+      }),
   })
     .then((code) => ({ code, stdout: stdout.text(), stderr: stderr.text() }))
     .finally(release);
