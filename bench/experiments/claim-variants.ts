@@ -101,7 +101,7 @@ interface Variant {
 /** The candidates of src/, or with a part taken away. */
 function candidates(t: TableNames, o: { heldBack?: boolean } = {}): string {
   if (o.heldBack !== false) return claimCandidates(t, d);
-  return claimCandidates(t, d).replace(` AND ${notHeldBack(t, 'c')}`, '');
+  return claimCandidates(t, d).replace(` AND ${notHeldBack(t, d, 'c')}`, '');
 }
 
 function variants(t: TableNames): Variant[] {

@@ -17,10 +17,10 @@ const config = defineOutbox({
 
 /**
  * health() and quietReceivers() must not read history: on a table of 100,000 settled rows
- * and a small backlog, the health reads the partial indexes deliveries_ready and
- * deliveries_leased (migration 3) for the owed rows and the events by primary key, and — with the indexes these statements ask
- * migration 2 for, created here by hand until it lands — the dead rows and each
- * receiver's newest success by index too.
+ * and a small backlog, the health reads the partial index deliveries_queue (migration 4:
+ * the owed rows, claimed ones included) for the owed rows and the events by primary key,
+ * deliveries_dead_letters for the dead rows, and each receiver's newest success by index
+ * too.
  */
 describe.skipIf(!inject('pgAvailable'))('the health plans on a large table [postgres]', () => {
   let db: TestDatabase;
@@ -55,20 +55,19 @@ describe.skipIf(!inject('pgAvailable'))('the health plans on a large table [post
   }, 60_000);
   afterAll(() => db.cleanup());
 
-  it('the owed part of health() reads deliveries_ready and deliveries_leased, and the events by primary key', async () => {
+  it('the owed part of health() reads deliveries_queue, and the events by primary key', async () => {
     const t = tableNames('outbox_', db.outboxOptions.schema);
     const text = await plan(healthSql(t, postgresDialect), [new Date()]);
-    expect(text).toContain('outbox_deliveries_ready');
-    expect(text).toContain('outbox_deliveries_leased');
+    expect(text).toContain('outbox_deliveries_queue');
     expect(text).not.toMatch(/Seq Scan on outbox_events/);
   });
 
-  it("with migration 2's partial index on the dead rows, health() scans no part of the deliveries table", async () => {
+  it('with the partial index on the dead rows, health() scans no part of the deliveries table', async () => {
     const t = tableNames('outbox_', db.outboxOptions.schema);
     const text = await plan(healthSql(t, postgresDialect), [new Date()]);
-    expect(text).toContain('outbox_deliveries_ready');
+    expect(text).toContain('outbox_deliveries_queue');
     // a partial index holding only dead (or dead and orphaned) rows, never the history
-    expect(text).toMatch(/outbox_deliveries_(dead|lost)/);
+    expect(text).toMatch(/outbox_deliveries_(dead_letters|unconsumed)/);
     expect(text).not.toMatch(/Seq Scan on outbox_deliveries/);
   });
 

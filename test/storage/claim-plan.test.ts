@@ -28,7 +28,7 @@ describe.skipIf(!inject('pgAvailable'))('the claim plan on a large table [postgr
   });
   afterAll(() => db.cleanup());
 
-  it('reads the partial owed index, not a full scan of the deliveries table', async () => {
+  it('reads the partial index of the owed rows, not a full scan of the deliveries table', async () => {
     const outbox = createOutbox(config, {
       ...db.outboxOptions,
       wakeup: null,
@@ -51,7 +51,7 @@ describe.skipIf(!inject('pgAvailable'))('the claim plan on a large table [postgr
       type: QueryTypes.SELECT,
     });
     const text = plan.map((r) => r['QUERY PLAN']).join('\n');
-    expect(text).toContain('outbox_deliveries_ready');
+    expect(text).toContain('outbox_deliveries_queue');
     expect(text).not.toMatch(/Seq Scan on outbox_deliveries/);
     // The store runs it prepared: after five runs PostgreSQL may switch to a generic plan,
     // planned without the parameters' values. That plan must hold too.
@@ -65,7 +65,7 @@ describe.skipIf(!inject('pgAvailable'))('the claim plan on a large table [postgr
       await db.sequelize.query('DEALLOCATE outboxkit_claim_plan', { transaction });
       return rows.map((r) => r['QUERY PLAN']).join('\n');
     });
-    expect(generic).toContain('outbox_deliveries_ready');
+    expect(generic).toContain('outbox_deliveries_queue');
     expect(generic).not.toMatch(/Seq Scan on outbox_deliveries/);
     // A lane's claim (the default lane leaving a named lane's keys out, a named lane
     // taking only its own) and a topic relay's read the same index, custom and generic
@@ -91,7 +91,7 @@ describe.skipIf(!inject('pgAvailable'))('the claim plan on a large table [postgr
         type: QueryTypes.SELECT,
       });
       const customText = custom.map((r) => r['QUERY PLAN']).join('\n');
-      expect(customText).toContain('outbox_deliveries_ready');
+      expect(customText).toContain('outbox_deliveries_queue');
       expect(customText).not.toMatch(/Seq Scan on outbox_deliveries/);
       const laneGeneric = await db.sequelize.transaction(async (transaction) => {
         await db.sequelize.query('SET LOCAL plan_cache_mode = force_generic_plan', { transaction });
@@ -103,7 +103,7 @@ describe.skipIf(!inject('pgAvailable'))('the claim plan on a large table [postgr
         await db.sequelize.query('DEALLOCATE outboxkit_lane_plan', { transaction });
         return rows.map((r) => r['QUERY PLAN']).join('\n');
       });
-      expect(laneGeneric).toContain('outbox_deliveries_ready');
+      expect(laneGeneric).toContain('outbox_deliveries_queue');
       expect(laneGeneric).not.toMatch(/Seq Scan on outbox_deliveries/);
     }
     // And a real claim through the store takes 500 rows, oldest first.

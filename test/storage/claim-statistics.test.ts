@@ -89,7 +89,7 @@ describe.skipIf(!inject('pgAvailable'))('the claim and the statistics [postgres]
       );
       const plan = rows[0]?.['QUERY PLAN'][0]?.Plan;
       if (!plan) throw new Error('no plan');
-      const owed = [...nodes(plan)].find((n) => n['Index Name'] === `${prefix}deliveries_ready`);
+      const owed = [...nodes(plan)].find((n) => n['Index Name'] === `${prefix}deliveries_queue`);
       const { rows: taken } = await client.query<{ n: number; first: string }>(
         `SELECT count(*)::int AS n, min(event_id)::text AS first FROM ${t.deliveries} WHERE claimed_by = 'w'`,
       );

@@ -32,35 +32,77 @@ describeEachDialect('migrate()', (dialect) => {
       `SELECT version FROM ${db.outboxOptions.schema ? `"${db.outboxOptions.schema}".` : ''}"outbox_migrations" ORDER BY version`,
       { type: QueryTypes.SELECT },
     );
-    expect(versions).toEqual([{ version: 1 }, { version: 2 }, { version: 3 }]);
+    expect(versions).toEqual([{ version: 1 }, { version: 2 }, { version: 3 }, { version: 4 }]);
     // And the tables work from both connections.
     await a.fire('a.Happened', { n: 1 });
     await b.fire('a.Happened', { n: 2 });
     expect((await a.countDeliveries()).pending).toBe(2);
   });
 
+  /** The definitions of a table's indexes, as the database prints them. */
+  const indexesOf = async (table: string) =>
+    dialect.name === 'postgres'
+      ? await db.sequelize.query<{ indexdef: string }>(
+          `SELECT indexdef FROM pg_indexes WHERE schemaname = $1 AND tablename = $2`,
+          { bind: [db.outboxOptions.schema, table], type: QueryTypes.SELECT },
+        )
+      : await db.sequelize.query<{ indexdef: string }>(
+          `SELECT sql AS indexdef FROM sqlite_master WHERE type = 'index' AND tbl_name = $1 AND sql IS NOT NULL`,
+          { bind: [table], type: QueryTypes.SELECT },
+        );
+  /** An owed row's phase, as this dialect's indexes spell it (src/storage/sql/phase.ts). */
+  const owed =
+    dialect.name === 'postgres'
+      ? /phase\)?::text = 'owed'|phase = 'owed'/
+      : /status IN \('pending','failed','claimed'\)/;
+
   it('creates the indexes that serve the claim (partial where the database has them)', async () => {
-    const rows =
-      dialect.name === 'postgres'
-        ? await db.sequelize.query<{ indexdef: string }>(
-            `SELECT indexdef FROM pg_indexes WHERE schemaname = $1 AND tablename = 'outbox_deliveries'`,
-            { bind: [db.outboxOptions.schema], type: QueryTypes.SELECT },
-          )
-        : await db.sequelize.query<{ indexdef: string }>(
-            `SELECT sql AS indexdef FROM sqlite_master WHERE type = 'index' AND tbl_name = 'outbox_deliveries' AND sql IS NOT NULL`,
-            { type: QueryTypes.SELECT },
-          );
-    // The rows a claim can take by event sequence, and the claimed ones by lease end: the
-    // claim never steps over rows other batches hold (migration 3 replaced deliveries_owed).
-    const ready = rows.find((r) => r.indexdef.includes('outbox_deliveries_ready'));
-    expect(ready?.indexdef).toMatch(/\(event_id, id\) WHERE .*status.*'pending'.*'failed'/);
-    expect(ready?.indexdef).not.toMatch(/'claimed'/);
-    const leased = rows.find((r) => r.indexdef.includes('outbox_deliveries_leased'));
-    expect(leased?.indexdef).toMatch(/\(lease_until, id\) WHERE .*status.*'claimed'/);
-    expect(rows.some((r) => r.indexdef.includes('outbox_deliveries_owed'))).toBe(false);
-    const key = rows.find((r) => r.indexdef.includes('outbox_deliveries_key'));
-    expect(key?.indexdef).toMatch(/ordering_key IS NOT NULL/);
+    const rows = await indexesOf('outbox_deliveries');
+    // The owed rows by event sequence, claimed ones included, on the phase (migration 4):
+    // a claim changes no indexed column (a HOT update on PostgreSQL). Migration 3's
+    // deliveries_ready and deliveries_leased are gone, and so are the indexes on status.
+    const queue = rows.find((r) => r.indexdef.includes('outbox_deliveries_queue'));
+    expect(queue?.indexdef).toMatch(/\(event_id, id\) WHERE /);
+    expect(queue?.indexdef).toMatch(owed);
+    for (const gone of ['ready', 'leased', 'key', 'lost', 'dead', 'scheduled', 'owed', 'event'])
+      expect(rows.some((r) => r.indexdef.includes(`"outbox_deliveries_${gone}"`))).toBe(false);
+    if (dialect.name === 'postgres')
+      for (const r of rows) expect(r.indexdef).not.toMatch(/\bstatus\b/);
+    const ordering = rows.find((r) => r.indexdef.includes('outbox_deliveries_ordering'));
+    expect(ordering?.indexdef).toMatch(/ordering_key IS NOT NULL/);
   });
+
+  it('holds the idempotency key unique with a partial index of the keyed events, and drops events_name', async () => {
+    const rows = await indexesOf('outbox_events');
+    const idempotency = rows.find((r) => r.indexdef.includes('outbox_events_idempotency'));
+    expect(idempotency?.indexdef).toMatch(/UNIQUE INDEX/);
+    expect(idempotency?.indexdef).toMatch(/WHERE \(?idempotency_key IS NOT NULL/);
+    expect(rows.some((r) => r.indexdef.includes('outbox_events_name'))).toBe(false);
+    if (dialect.name === 'postgres') {
+      // The column's UNIQUE of migration 1, with a NULL for every keyless event, is gone.
+      const constraints = await db.sequelize.query<{ conname: string }>(
+        `SELECT conname FROM pg_constraint WHERE conrelid = $1::regclass AND contype = 'u'`,
+        { bind: [`"${db.outboxOptions.schema}".outbox_events`], type: QueryTypes.SELECT },
+      );
+      expect(constraints.map((c) => c.conname)).toEqual(['outbox_events_uuid_key']);
+    }
+  });
+
+  it.skipIf(dialect.name !== 'postgres')(
+    'gives the deliveries table its phase, generated from the status, and room on each page for updates',
+    async () => {
+      const [table] = await db.sequelize.query<{ reloptions: string[] | null }>(
+        `SELECT reloptions FROM pg_class WHERE oid = $1::regclass`,
+        { bind: [`"${db.outboxOptions.schema}".outbox_deliveries`], type: QueryTypes.SELECT },
+      );
+      expect(table?.reloptions).toEqual(['fillfactor=40']);
+      const [column] = await db.sequelize.query<{ generated: string }>(
+        `SELECT attgenerated AS generated FROM pg_attribute WHERE attrelid = $1::regclass AND attname = 'phase'`,
+        { bind: [`"${db.outboxOptions.schema}".outbox_deliveries`], type: QueryTypes.SELECT },
+      );
+      expect(column?.generated).toBe('s');
+    },
+  );
 
   // A never-analyzed table has no statistics (reltuples -1 on PostgreSQL 14+), and the
   // planner's guess for it made a claim 8x slower until autovacuum came round.

@@ -106,8 +106,8 @@ describeEachDialect('the prune plan on a large table', (dialect) => {
       });
       for (const text of [custom, generic]) {
         for (const index of [
-          'outbox_deliveries_event',
-          'outbox_deliveries_lost',
+          'outbox_deliveries_settled',
+          'outbox_deliveries_unconsumed',
           'outbox_events_recorded',
           'outbox_events_own_window',
           'outbox_events_delete_succeeded',
@@ -126,10 +126,10 @@ describeEachDialect('the prune plan on a large table', (dialect) => {
         },
       );
       const text = rows.map((r) => r.detail).join('\n');
-      // (Settled reads an event's own rows through deliveries_event here: still never
+      // (Settled reads an event's own rows through deliveries_queue here: still never
       // history, only the rows of the live event at hand.)
       for (const index of [
-        'outbox_deliveries_lost',
+        'outbox_deliveries_unconsumed',
         'outbox_events_recorded',
         'outbox_events_own_window',
         'outbox_events_delete_succeeded',

@@ -4,6 +4,7 @@
  * timestamptz columns, partial indexes. Values bind as they are (Dates, text ids).
  */
 import type { ColumnType, DdlDialect, RowColumn, SqlDialect, SqlType } from '../sql/dialect.js';
+import { PHASE_COLUMN, PHASE_OF_STATUS } from '../sql/phase.js';
 
 const PG_TYPES: Record<SqlType, string> = {
   bigint: 'bigint',
@@ -38,10 +39,26 @@ const ddl: DdlDialect = {
           ? String(v.literal)
           : literal(v.literal),
   partialIndexes: true,
+  phase: PHASE_COLUMN,
+  // Generated from status, so whoever writes a status keeps it right. Adding it rewrites
+  // the table once (a STORED generated column cannot be added without computing it).
+  phaseColumn: (table) => [
+    `ALTER TABLE ${table} ADD COLUMN IF NOT EXISTS phase varchar(8) GENERATED ALWAYS AS (${PHASE_OF_STATUS}) STORED`,
+  ],
+  fillfactor: (table, percent) => `ALTER TABLE ${table} SET (fillfactor = ${percent})`,
+  // The constraint's name is PostgreSQL's choice (`<table>_<column>_key`, truncated to 63
+  // characters), so it is looked up. A DO block with its body as a plain string literal:
+  // a dollar-quoted one would be rewritten by Sequelize's bind-parameter parser.
+  dropColumnUnique: (table, column) =>
+    `DO ${literal(
+      `DECLARE c name; BEGIN SELECT conname INTO c FROM pg_constraint WHERE conrelid = ${literal(table)}::regclass AND contype = 'u' AND conkey = ARRAY[(SELECT attnum FROM pg_attribute WHERE attrelid = ${literal(table)}::regclass AND attname = ${literal(column)})]; IF c IS NOT NULL THEN EXECUTE format('ALTER TABLE %s DROP CONSTRAINT %I', ${literal(table)}, c); END IF; END`,
+    )}`,
 };
 
 /** A string literal (schema text only, never user input). */
-const literal = (s: string): string => `'${s.replace(/'/g, "''")}'`;
+function literal(s: string): string {
+  return `'${s.replace(/'/g, "''")}'`;
+}
 
 /** The PostgreSQL array type of a value type: `bigint[]`. */
 export const pgArray = (type: SqlType): string => `${PG_TYPES[type]}[]`;

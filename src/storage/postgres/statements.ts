@@ -25,6 +25,10 @@ export interface PostgresStatements {
   readonly insertEvents: string;
   readonly insertEventsJson: string;
   readonly insertOne: string;
+  /** The same three for events none of which has an idempotency key: no ON CONFLICT. */
+  readonly insertEventsKeyless: string;
+  readonly insertEventsJsonKeyless: string;
+  readonly insertOneKeyless: string;
   readonly acknowledge: string;
   readonly claim: string;
   readonly record: string;
@@ -145,14 +149,29 @@ const epochMsOf = (v: string | number | boolean | Date | null): string | number 
   v instanceof Date ? v.getTime() : v;
 
 /**
+ * The conflict rule of an insert of events with idempotency keys: skip an event whose key
+ * exists (the partial unique index events_idempotency, which it must name by its predicate).
+ * Events without one cannot conflict, and their insert says nothing: with an arbiter index
+ * PostgreSQL inserts every row speculatively, and confirms it in a WAL record of its own
+ * (48 B an event, docs/storage.md).
+ */
+export const ON_IDEMPOTENCY_CONFLICT =
+  'ON CONFLICT (idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING';
+
+/** The conflict clause of an insert: `keyed` when any of its events has a key. */
+const conflict = (keyed: boolean): string => (keyed ? `\n        ${ON_IDEMPOTENCY_CONFLICT}` : '');
+
+/**
  * The insert of `postgresStatements().insertEvents` in one of its two forms: each column
  * bound as a PostgreSQL array (`unnest`) or as a JSON array (`json_array_elements_text`),
- * the same parameters in the same places. Nothing else differs.
+ * the same parameters in the same places. Nothing else differs. `keyed`: whether any of its
+ * events may carry an idempotency key (see {@link ON_IDEMPOTENCY_CONFLICT}).
  */
 export function postgresInsert(
   t: TableNames,
   notifyChannel: string | undefined,
   form: 'arrays' | 'json',
+  keyed = true,
 ): string {
   const rows = form === 'json' ? jsonColumnsParam : d.rowsParam;
   const keys =
@@ -165,8 +184,7 @@ export function postgresInsert(
       ), e AS (
         INSERT INTO ${t.events} (${columnList(EVENT_INSERT_COLUMNS)})
         SELECT ${form === 'json' ? columnList(EVENT_INSERT_COLUMNS) : '*'} FROM ${rows(1, 'x', EVENT_INSERT_COLUMNS)}
-        WHERE (SELECT count(*) FROM l) >= 0 -- take the key locks before any sequence is drawn
-        ON CONFLICT (idempotency_key) DO NOTHING
+        WHERE (SELECT count(*) FROM l) >= 0 -- take the key locks before any sequence is drawn${conflict(keyed)}
         RETURNING id, uuid, name, ordering_key
       ), d AS (
         INSERT INTO ${t.deliveries} (event_id, ${columnList(DELIVERY_INSERT_COLUMNS)}, ordering_key)
@@ -197,7 +215,11 @@ export function postgresInsert(
  * statement, the server's share roughly halved, in bench/experiments/insert-events.ts
  * (`one` against `arrays`; bench/README.md, "Measured here (issue 7, one event's insert)").
  */
-export function postgresInsertOne(t: TableNames, notifyChannel: string | undefined): string {
+export function postgresInsertOne(
+  t: TableNames,
+  notifyChannel: string | undefined,
+  keyed = true,
+): string {
   const scalar = (i: number, type: SqlType) => `$${i}::${pgType(type)}`;
   const key = scalar(ORDERING_KEY_PARAM, 'text');
   return `
@@ -206,8 +228,7 @@ export function postgresInsertOne(t: TableNames, notifyChannel: string | undefin
       ), e AS (
         INSERT INTO ${t.events} (${columnList(EVENT_INSERT_COLUMNS)})
         SELECT ${EVENT_INSERT_COLUMNS.map((c, i) => scalar(1 + i, c.type)).join(', ')}
-        WHERE (SELECT count(*) FROM l) >= 0 -- take the key lock before the sequence is drawn
-        ON CONFLICT (idempotency_key) DO NOTHING
+        WHERE (SELECT count(*) FROM l) >= 0 -- take the key lock before the sequence is drawn${conflict(keyed)}
         RETURNING id, uuid, name, ordering_key
       ), d AS (
         INSERT INTO ${t.deliveries} (event_id, ${columnList(DELIVERY_INSERT_COLUMNS)}, ordering_key)
@@ -258,7 +279,7 @@ export function postgresStatements(
      *
      * An event whose idempotency key exists is skipped by ON CONFLICT (never an error, so
      * the caller's transaction is not aborted) and, being absent from `e`, writes no
-     * delivery rows. With a notify channel, one NOTIFY per topic is queued in the same
+     * delivery rows; a batch with no key at all takes the `…Keyless` form, without it. With a notify channel, one NOTIFY per topic is queued in the same
      * transaction; PostgreSQL sends it on commit, drops it on rollback, and folds repeats
      * within a transaction.
      *
@@ -279,15 +300,21 @@ export function postgresStatements(
      * delivery columns (DELIVERY_INSERT_COLUMNS), $21 the channel, each a scalar.
      */
     insertOne: postgresInsertOne(t, notifyChannel),
+    /** The three forms for events without an idempotency key: no ON CONFLICT, else alike. */
+    insertEventsKeyless: postgresInsert(t, notifyChannel, 'arrays', false),
+    insertEventsJsonKeyless: postgresInsert(t, notifyChannel, 'json', false),
+    insertOneKeyless: postgresInsertOne(t, notifyChannel, false),
     /**
      * Claim up to $6 owed deliveries for worker $1 at claim time $2, leased until $3, read
      * against the clock $4 ($5 ignore backoff, $7 ids to leave out, $8 the only ids to
      * consider or NULL): the shared `claimCandidates` (owed, not held back by its ordering
      * key, oldest event first), locked FOR UPDATE SKIP LOCKED so N relays split the queue.
      * A batch holds at most one event per key and receiver. Returns CLAIMED_COLUMNS and
-     * EVENT_COLUMNS, by event sequence. Reads the partial indexes deliveries_ready (event_id,
-     * id) and deliveries_leased (lapsed leases), and deliveries_key for the ordering check. `id = ANY(ARRAY(...))` rather than
-     * `id IN (...)`: the IN form sometimes plans a full scan of a large table.
+     * EVENT_COLUMNS, by event sequence. Reads the partial index deliveries_queue (the owed
+     * rows by event sequence), and deliveries_ordering for the ordering check; it changes no
+     * indexed column, so PostgreSQL writes it as a HOT update where the row's page has room
+     * (sql/phase.ts). `id = ANY(ARRAY(...))` rather than `id IN (...)`: the IN form
+     * sometimes plans a full scan of a large table.
      *
      * The claim commits without waiting for its WAL to reach disk (`synchronous_commit`
      * off for its own one-statement transaction only, `set_config(…, true)`): a claim is a

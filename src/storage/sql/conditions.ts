@@ -7,19 +7,15 @@ import type { TableNames } from '../tables.js';
 import { type ClaimShape, claimFilterSql } from './claim-filter.js';
 import type { SqlDialect } from './dialect.js';
 
+// The status lists of migrations 1-3's partial indexes, which those migrations still render
+// (a released migration never changes). The queries read migration 4's indexes, on the
+// delivery row's phase (phase.ts).
+
 /** Statuses that still owe work: what the claim reads and the ordering check waits on. */
 export const OWED = `'pending','failed','claimed'`;
-/**
- * The owed statuses a claim takes without a lapsed lease: the predicate of the partial
- * index deliveries_ready. (Claimed rows are deliveries_leased's, by lease end.)
- */
+/** The owed statuses a claim takes without a lapsed lease (migration 3's deliveries_ready). */
 export const READY = `'pending','failed'`;
-/**
- * Terminal statuses that are not a success: dead letters and orphans. With the owed ones,
- * what keeps an event recorded under a `succeeded` retention (the prune reads it through
- * its own partial index; never a superset of OWED, which the claim's planner would take
- * for the owed index and scan dead letters with).
- */
+/** Terminal statuses that are not a success: dead letters and orphans. */
 export const LOST = `'dead','orphaned'`;
 /** Statuses that hold back the later events of an ordering key: owed ones, and dead letters. */
 export const HOLDS_BACK = `'pending','failed','claimed','dead'`;
@@ -35,9 +31,9 @@ export function heldBy(row: string | undefined, worker: string, claimedAt: strin
 }
 
 /**
- * `row`, one of deliveries_ready's, can be claimed at `now`: pending or failed and
- * available; with `ignoreBackoff` true, also a failed row still waiting out its backoff
- * (but not one whose due time is still ahead).
+ * `row`, an owed row, can be claimed at `now`: pending or failed and available; with
+ * `ignoreBackoff` true, also a failed row still waiting out its backoff (but not one whose
+ * due time is still ahead).
  */
 export function ready(row: string, now: string, ignoreBackoff: string): string {
   return `${row}.status IN (${READY})
@@ -47,21 +43,22 @@ export function ready(row: string, now: string, ignoreBackoff: string): string {
             )`;
 }
 
-/** `row`, one of deliveries_leased's, was claimed under a lease that lapsed by `now`. */
+/** `row`, an owed row, was claimed under a lease that lapsed by `now`. */
 export function lapsed(row: string, now: string): string {
   return `${row}.status = 'claimed' AND ${row}.lease_until <= ${now}`;
 }
 
 /**
  * `row` is not held back by its ordering key: it has none, or no earlier row of the same
- * receiver, target and key is still owed or dead. Reads the partial index deliveries_key.
+ * receiver, target and key is still owed or dead. Reads the partial index
+ * deliveries_ordering.
  */
-export function notHeldBack(t: TableNames, row: string): string {
+export function notHeldBack(t: TableNames, d: SqlDialect, row: string): string {
   return `(${row}.ordering_key IS NULL OR NOT EXISTS (
               SELECT 1 FROM ${t.deliveries} p
               WHERE p.receiver_key = ${row}.receiver_key AND p.target = ${row}.target
                 AND p.ordering_key = ${row}.ordering_key AND p.event_id < ${row}.event_id
-                AND p.status IN (${HOLDS_BACK})
+                AND ${d.ddl.phase.holdsBack('p')}
             ))`;
 }
 
@@ -71,18 +68,16 @@ export function notHeldBack(t: TableNames, row: string): string {
  * is NULL, considering only those of `$8`. Rows are chosen by event sequence, never by a
  * high-water mark, so a transaction that commits late is not skipped.
  *
- * Two branches, each over its own partial index, merged by event sequence: the rows ready
- * to be claimed (deliveries_ready, read in order, stopping after `$6`) and the claimed
- * rows whose lease lapsed (deliveries_leased, a range on the lease's end: empty unless a
- * worker died holding a batch). So a claim never steps over the rows other batches hold,
- * however many relays claim at once. `lock` follows each branch: PostgreSQL's
- * `FOR UPDATE SKIP LOCKED`, so N relays split the queue (rows a branch locked that the
- * merge leaves out stay free, locked only until the claim's statement commits); SQLite
- * (one writer) updates them directly.
+ * One scan of the partial index deliveries_queue (the owed rows by event sequence), read in
+ * order and stopping after `$6`: a pending or failed row available now, or a claimed one
+ * whose lease lapsed (none but after a crash). It steps over the rows other batches hold,
+ * a heap visit each: what keeps the claim a HOT update (phase.ts) is that the index holds
+ * claimed rows too. `lock` follows: PostgreSQL's `FOR UPDATE SKIP LOCKED`, so N relays split
+ * the queue; SQLite (one writer) updates them directly.
  *
  * With a `shape`, the filters it names (lanes as receiver keys, topics, events; see
- * claim-filter.ts) are ANDed to both branches, their parameters from `$9` on; without
- * one the text is the unfiltered claim's.
+ * claim-filter.ts) are ANDed, their parameters from `$9` on; without one the text is the
+ * unfiltered claim's.
  */
 export function claimCandidates(
   t: TableNames,
@@ -90,20 +85,14 @@ export function claimCandidates(
   shape?: ClaimShape,
   lock = '',
 ): string {
-  const branch = (owedNow: string) => `SELECT c.id, c.event_id FROM ${t.deliveries} c
-            WHERE ${owedNow}
+  return `SELECT c.id FROM ${t.deliveries} c
+            WHERE ${d.ddl.phase.owed('c')}
+              AND ((${ready('c', '$4', d.param(5, 'boolean'))}) OR (${lapsed('c', '$4')}))
               AND NOT (${d.inList('c.id', 7, 'bigint')})
               AND (${d.listIsNull(8, 'bigint')} OR ${d.inList('c.id', 8, 'bigint')})${shape ? claimFilterSql(t, d, shape, 'c') : ''}
-              AND ${notHeldBack(t, 'c')}
+              AND ${notHeldBack(t, d, 'c')}
             ORDER BY c.event_id, c.id
             LIMIT $6${lock}`;
-  return `SELECT id FROM (
-          SELECT * FROM (${branch(ready('c', '$4', d.param(5, 'boolean')))}) ready
-          UNION ALL
-          SELECT * FROM (${branch(lapsed('c', '$4'))}) lapsed
-          ) owed
-          ORDER BY event_id, id
-          LIMIT $6`;
 }
 
 /**

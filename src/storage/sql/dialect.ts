@@ -25,6 +25,7 @@
  */
 import type { Transaction } from 'sequelize';
 import type { Row } from '../rows.js';
+import type { PhaseSql } from './phase.js';
 
 /** The value types a parameter, a list or a column of a rows parameter carries. */
 export type SqlType = 'bigint' | 'integer' | 'text' | 'uuid' | 'json' | 'timestamp' | 'boolean';
@@ -98,6 +99,29 @@ export interface DdlDialect {
   defaultValue(value: ColumnDefault): string | undefined;
   /** Whether `CREATE INDEX … WHERE` exists (MariaDB: no; the renderer drops the WHERE). */
   readonly partialIndexes: boolean;
+  /**
+   * How a delivery row's phase is read (sql/phase.ts): by the partial indexes of migration 4
+   * and by every query that reads them.
+   */
+  readonly phase: PhaseSql;
+  /**
+   * The statements that give the deliveries table `table` (escaped) the column its
+   * {@link phase} reads, idempotent; none where the phase is spelled on `status`.
+   */
+  phaseColumn(table: string): readonly string[];
+  /**
+   * The statement that has each new heap page of `table` (escaped) filled to `percent` %
+   * only, leaving the rest for updates of its rows (PostgreSQL's `fillfactor`), or
+   * undefined for a database without such a setting.
+   */
+  fillfactor(table: string, percent: number): string | undefined;
+  /**
+   * The statement that drops the unique constraint a column-level `UNIQUE` of
+   * `CREATE TABLE` made on `column` of `table` (escaped), whatever the database named it,
+   * and nothing when there is none; undefined where the database cannot drop it without
+   * rebuilding the table (SQLite's `sqlite_autoindex_…`).
+   */
+  dropColumnUnique(table: string, column: string): string | undefined;
 }
 
 /**

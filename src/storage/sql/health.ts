@@ -1,13 +1,11 @@
 /**
  * The statements of `outbox.health()` and `outbox.quietReceivers()`, written once for every
  * dialect. Both are read-only and run outside any transaction. Neither reads history: the
- * health reads the owed rows (the partial indexes deliveries_ready and deliveries_leased) and the dead ones (a
- * partial index on `status = 'dead'`), the quiet receivers one index probe per declared
- * receiver; so their cost follows the backlog and the registry, not how much the tables
- * have ever held.
+ * health reads the owed rows (the partial index deliveries_queue) and the dead ones
+ * (deliveries_dead_letters), the quiet receivers one index probe per declared receiver; so
+ * their cost follows the backlog and the registry, not how much the tables have ever held.
  */
 import type { TableNames } from '../tables.js';
-import { READY } from './conditions.js';
 import type { RowColumn, SqlDialect } from './dialect.js';
 
 /** The one column of the receiver keys bound to {@link lastSucceededSql}. */
@@ -27,12 +25,10 @@ export const RECEIVER_KEY_COLUMNS: readonly RowColumn<string>[] = [
  * - claimed: the owed rows a worker holds; lapsed: claimed rows whose lease ended by $1;
  * - dead: dead letters.
  *
- * The owed rows are read in two branches, each saying the predicate of its partial index:
- * pending and failed ones (deliveries_ready), claimed ones (deliveries_leased); so it reads
- * those indexes (owed rows only), never history. The event's `recorded_at` is a primary-key probe
- * made only for a row without a due time (a correlated subquery, never a join that could
- * scan the events). The second branch reads the dead rows (served by a partial index on
- * `status = 'dead'` where the schema has one).
+ * The owed rows are read saying the predicate of their partial index, deliveries_queue (owed
+ * rows only), never history. The event's `recorded_at` is a primary-key probe made only
+ * for a row without a due time (a correlated subquery, never a join that could scan the
+ * events). The second branch reads the dead rows (deliveries_dead_letters).
  */
 export function healthSql(t: TableNames, d: SqlDialect): string {
   const now = d.param(1, 'timestamp');
@@ -53,12 +49,11 @@ export function healthSql(t: TableNames, d: SqlDialect): string {
     SELECT receiver_key, SUM(owed) AS owed, MIN(owed_since) AS oldest_owed_at,
            SUM(scheduled) AS scheduled, SUM(claimed) AS claimed, SUM(lapsed) AS lapsed,
            SUM(dead) AS dead
-    FROM (${owedRows(`o.status IN (${READY})`)}
-      UNION ALL${owedRows(`o.status = 'claimed'`)}
+    FROM (${owedRows(d.ddl.phase.owed('o'))}
       UNION ALL
       SELECT x.receiver_key, 0, NULL, 0, 0, 0, count(*)
       FROM ${t.deliveries} x
-      WHERE x.status = 'dead'
+      WHERE ${d.ddl.phase.dead('x')}
       GROUP BY x.receiver_key
     ) backlog
     GROUP BY receiver_key`;

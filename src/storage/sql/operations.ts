@@ -74,8 +74,11 @@ export interface OperationStatements {
 }
 
 export function operationStatements(t: TableNames, d: SqlDialect): OperationStatements {
-  /** The scope of a cancel, on the deliveries row: $1 events, $2 receiver, $3 row ids. */
-  const cancelScope = `${d.inList('event_id', 1, 'bigint')}
+  /**
+   * The scope of a cancel, on the deliveries row: $1 events, $2 receiver, $3 row ids; owed
+   * rows only (deliveries_queue, by event), which is all a cancel touches or counts.
+   */
+  const cancelScope = `${d.inList('event_id', 1, 'bigint')} AND ${d.ddl.phase.owed()}
         AND (${d.param(2, 'text')} IS NULL OR receiver_key = ${d.param(2, 'text')})
         AND (${d.listIsNull(3, 'bigint')} OR ${d.inList('id', 3, 'bigint')})`;
   /**
@@ -83,7 +86,7 @@ export function operationStatements(t: TableNames, d: SqlDialect): OperationStat
    * (NULL: any), and with topics, whose event's topic is one of $4 or starts with one of $5.
    */
   const deadRows = (withTopics: boolean) => `SELECT c.id FROM ${t.deliveries} c
-      WHERE c.status = 'dead'
+      WHERE ${d.ddl.phase.dead('c')}
         AND (${d.param(1, 'text')} IS NULL OR c.receiver_key = ${d.param(1, 'text')})
         AND (${d.listIsNull(2, 'bigint')} OR ${d.inList('c.id', 2, 'bigint')})${
           withTopics ? `\n        AND ${topicMatchSql(t, d, 'c', 4, 5)}` : ''
@@ -93,20 +96,27 @@ export function operationStatements(t: TableNames, d: SqlDialect): OperationStat
      * Withdraw the unclaimed owed rows (pending, failed) of the events $1 (a list of
      * sequences), of receiver $2 (NULL: every receiver), among the ids $3 (NULL: any; an
      * empty list: none), completed at $4; nothing else touched. The status predicate is in
-     * the write, so a row a claim committed first stays claimed. Reads deliveries_event.
+     * the write, so a row a claim committed first stays claimed. Reads deliveries_queue.
      */
     cancel: `
       UPDATE ${t.deliveries} SET status = 'cancelled', completed_at = $4
       WHERE ${cancelScope}
         AND status IN (${WITHDRAWABLE})`,
-    /** The claimed rows in a cancel's scope ($1..$3 as there): `(n)`. Reads deliveries_event. */
+    /** The claimed rows in a cancel's scope ($1..$3 as there): `(n)`. Reads deliveries_queue. */
     countClaimed: `
       SELECT count(*) AS n FROM ${t.deliveries}
       WHERE ${cancelScope}
         AND status = 'claimed'`,
-    /** Every delivery row of the events $1 (sequences), by event and id. Reads deliveries_event. */
+    /**
+     * Every delivery row of the events $1 (sequences), by event and id: the owed ones
+     * (deliveries_queue) and the settled ones (deliveries_settled).
+     */
     deliveriesOfEvents: `
-      SELECT * FROM ${t.deliveries} WHERE ${d.inList('event_id', 1, 'bigint')} ORDER BY event_id, id`,
+      SELECT * FROM (
+        SELECT * FROM ${t.deliveries} WHERE ${d.inList('event_id', 1, 'bigint')} AND ${d.ddl.phase.owed()}
+        UNION ALL
+        SELECT * FROM ${t.deliveries} WHERE ${d.inList('event_id', 1, 'bigint')} AND ${d.ddl.phase.settled()}
+      ) x ORDER BY event_id, id`,
     /**
      * Reopen settled rows: $1.. a table of REOPEN_COLUMNS (id, available_at, due_at). Each
      * becomes pending with its attempts at zero and its error cleared, owed from its own
@@ -138,21 +148,21 @@ export function operationStatements(t: TableNames, d: SqlDialect): OperationStat
     /**
      * Dead letters, newest first: of receiver $1 (NULL: all), at most $2. Returns the row's
      * id, receiver, target, attempts, error and completion time with its event's sequence,
-     * uuid, name and record time. Reads every dead row (a partial index on status = 'dead'
-     * serves it, see the report of issue 9).
+     * uuid, name and record time. Reads every dead row (deliveries_dead_letters).
      */
     deadLetters: `
       SELECT d.id, d.event_id, d.receiver_key, d.target, d.attempts, d.max_attempts,
              d.last_error, d.completed_at, e.uuid AS event_uuid, e.name AS event_name,
              e.recorded_at AS event_recorded_at
       FROM ${t.deliveries} d JOIN ${t.events} e ON e.id = d.event_id
-      WHERE d.status = 'dead' AND (${d.param(1, 'text')} IS NULL OR d.receiver_key = ${d.param(1, 'text')})
+      WHERE ${d.ddl.phase.dead('d')} AND (${d.param(1, 'text')} IS NULL OR d.receiver_key = ${d.param(1, 'text')})
       ORDER BY d.completed_at DESC, d.id DESC
       LIMIT $2`,
     /**
      * The ids of up to $3 dead rows, oldest event first (those hold back the most): of
      * receiver $1 (NULL: all), among the ids $2 (NULL: any), and with topics, whose event's
-     * topic is one of the names $4 or starts with one of the prefixes $5. Reads every dead row.
+     * topic is one of the names $4 or starts with one of the prefixes $5. Reads every dead
+     * row (deliveries_dead_letters).
      */
     deadCandidates: (withTopics) => `
       ${deadRows(withTopics)}

@@ -9,8 +9,8 @@
  * rows already written), is one of four branches, one query each:
  *
  * 1. `delete_when = 'succeeded'` and every delivery succeeded or cancelled (partial index
- *    events_delete_succeeded, checked against deliveries_event and deliveries_lost);
- * 2. `delete_when = 'settled'` and settled (events_delete_settled, against deliveries_event);
+ *    events_delete_succeeded, checked against deliveries_queue and deliveries_unconsumed);
+ * 2. `delete_when = 'settled'` and settled (events_delete_settled, against deliveries_queue);
  * 3. a window of its own passed, and settled (events_own_window);
  * 4. no window of its own, recorded before the ordinary window's cutoff, and settled (a
  *    range on events_recorded).
@@ -22,7 +22,6 @@
 import type { Sequelize, Transaction } from 'sequelize';
 import type { DueEvent, PruneCounts, PruneWindow } from '../store.js';
 import type { TableNames } from '../tables.js';
-import { LOST, OWED } from './conditions.js';
 import type { SqlDialect, SqlRunner } from './dialect.js';
 
 /** What a dialect spells its own way in the prune. */
@@ -75,19 +74,18 @@ export interface PruneStatements {
 export type DueRule = PruneWindow['rule'];
 
 /**
- * A condition on event `e`: settled, no delivery of it still owed. Reads deliveries_event
- * (the event's own few rows; the owed ones are split between two partial indexes by
- * status, and this asks of all three owed statuses at once).
+ * A condition on event `e`: settled, no delivery of it still owed. Reads deliveries_queue
+ * (the owed rows, by event).
  */
-const settled = (t: TableNames, e: string): string =>
-  `NOT EXISTS (SELECT 1 FROM ${t.deliveries} o WHERE o.event_id = ${e}.id AND o.status IN (${OWED}))`;
+const settled = (t: TableNames, d: SqlDialect, e: string): string =>
+  `NOT EXISTS (SELECT 1 FROM ${t.deliveries} o WHERE o.event_id = ${e}.id AND ${d.ddl.phase.owed('o')})`;
 
 /**
  * Every delivery of `e` succeeded or was cancelled: settled, and none dead or orphaned.
- * Reads deliveries_event and deliveries_lost.
+ * Reads deliveries_queue and deliveries_unconsumed.
  */
-const consumed = (t: TableNames, e: string): string =>
-  `${settled(t, e)} AND NOT EXISTS (SELECT 1 FROM ${t.deliveries} u WHERE u.event_id = ${e}.id AND u.status IN (${LOST}))`;
+const consumed = (t: TableNames, d: SqlDialect, e: string): string =>
+  `${settled(t, d, e)} AND NOT EXISTS (SELECT 1 FROM ${t.deliveries} u WHERE u.event_id = ${e}.id AND ${d.ddl.phase.lost('u')})`;
 
 /** One branch of due: its condition on `e`, and the order its partial index reads in. */
 interface Branch {
@@ -98,6 +96,7 @@ interface Branch {
 /** The branches of a rule, with `now` and `cutoff` as parameter texts. */
 function branches(
   t: TableNames,
+  d: SqlDialect,
   p: PruneDialect,
   rule: DueRule,
   now: string,
@@ -111,24 +110,24 @@ function branches(
     const before = `e.recorded_at <= ${cutoff} AND e.recorded_at <= ${now}`;
     return [
       {
-        where: `e.retention_seconds IS NULL AND ${before} AND ${consumed(t, 'e')}`,
+        where: `e.retention_seconds IS NULL AND ${before} AND ${consumed(t, d, 'e')}`,
         order: byTime,
       },
       {
-        where: `e.retention_seconds IS NOT NULL AND ${before} AND ${consumed(t, 'e')}`,
+        where: `e.retention_seconds IS NOT NULL AND ${before} AND ${consumed(t, d, 'e')}`,
         order: byTime,
       },
     ];
   }
   return [
-    { where: `e.delete_when = 'succeeded' AND ${consumed(t, 'e')}`, order: byId },
-    { where: `e.delete_when = 'settled' AND ${settled(t, 'e')}`, order: byId },
+    { where: `e.delete_when = 'succeeded' AND ${consumed(t, d, 'e')}`, order: byId },
+    { where: `e.delete_when = 'settled' AND ${settled(t, d, 'e')}`, order: byId },
     {
-      where: `e.retention_seconds IS NOT NULL AND ${p.windowEnd('e')} <= ${now} AND ${settled(t, 'e')}`,
+      where: `e.retention_seconds IS NOT NULL AND ${p.windowEnd('e')} <= ${now} AND ${settled(t, d, 'e')}`,
       order: byTime,
     },
     {
-      where: `e.retention_seconds IS NULL AND e.recorded_at <= ${cutoff} AND ${settled(t, 'e')}`,
+      where: `e.retention_seconds IS NULL AND e.recorded_at <= ${cutoff} AND ${settled(t, d, 'e')}`,
       order: byTime,
     },
   ];
@@ -137,18 +136,19 @@ function branches(
 /**
  * The due events of a rule, one query per branch, each its own partial index read in its
  * own order and limited, their union ordered by id and limited again; with each event's
- * number of delivery rows (deliveries_event), which sizes the batches.
+ * number of delivery rows, which sizes the batches: its settled rows (deliveries_settled),
+ * every row it has, since a due event owes nothing.
  */
 function dueSql(t: TableNames, d: SqlDialect, p: PruneDialect, rule: DueRule): string {
   const now = d.param(1, 'timestamp');
   const cutoff = d.param(2, 'timestamp');
   const limit = d.param(3, 'integer');
-  const arms = branches(t, p, rule, now, cutoff).map(
+  const arms = branches(t, d, p, rule, now, cutoff).map(
     (b, i) =>
       `SELECT a${i}.id FROM (SELECT e.id FROM ${t.events} e WHERE ${b.where} ORDER BY ${b.order} LIMIT ${limit}) a${i}`,
   );
   return `
-      SELECT c.id, (SELECT count(*) FROM ${t.deliveries} n WHERE n.event_id = c.id) AS deliveries
+      SELECT c.id, (SELECT count(*) FROM ${t.deliveries} n WHERE n.event_id = c.id AND ${d.ddl.phase.settled('n')}) AS deliveries
       FROM (${arms.join('\n        UNION ')}) c
       ORDER BY c.id
       LIMIT ${limit}`;
@@ -156,27 +156,37 @@ function dueSql(t: TableNames, d: SqlDialect, p: PruneDialect, rule: DueRule): s
 
 /** The re-check at the delete: which of the events `$3` are still due (primary key). */
 function recheckSql(t: TableNames, d: SqlDialect, p: PruneDialect, rule: DueRule): string {
-  const any = branches(t, p, rule, d.param(1, 'timestamp'), d.param(2, 'timestamp'))
+  const any = branches(t, d, p, rule, d.param(1, 'timestamp'), d.param(2, 'timestamp'))
     .map((b) => `(${b.where})`)
     .join(' OR ');
   return `SELECT e.id FROM ${t.events} e WHERE ${d.inList('e.id', 3, 'bigint')} AND (${any}) ORDER BY e.id`;
 }
 
-/** Build the prune's statements for a dialect. */
+/**
+ * Build the prune's statements for a dialect. The rows of the events it deletes are read
+ * and deleted through deliveries_settled (`settled` in each statement): they are every row
+ * those events have, because each statement runs after the re-check that they are still
+ * due (settled: nothing owed) under the event lock, and only operations that take that
+ * lock (replay, requeue) make a settled row owed again or add one.
+ */
 export function pruneStatements(t: TableNames, d: SqlDialect, p: PruneDialect): PruneStatements {
+  const settled = d.ddl.phase.settled();
   return {
     dueRetention: dueSql(t, d, p, 'retention'),
     duePublished: dueSql(t, d, p, 'published'),
     recheckRetention: recheckSql(t, d, p, 'retention'),
     recheckPublished: recheckSql(t, d, p, 'published'),
     lock: p.lockEvents(t),
-    lastSuccessOfEvents: p.upsertLastSuccess(t, d.inList('event_id', 1, 'bigint')),
+    lastSuccessOfEvents: p.upsertLastSuccess(
+      t,
+      `${d.inList('event_id', 1, 'bigint')} AND ${settled}`,
+    ),
     lastSuccessOfRows: p.upsertLastSuccess(t, d.inList('id', 1, 'bigint')),
-    deleteDeliveriesOfEvents: `DELETE FROM ${t.deliveries} WHERE ${d.inList('event_id', 1, 'bigint')}`,
+    deleteDeliveriesOfEvents: `DELETE FROM ${t.deliveries} WHERE ${d.inList('event_id', 1, 'bigint')} AND ${settled}`,
     deleteEvents: `DELETE FROM ${t.events} WHERE ${d.inList('id', 1, 'bigint')}`,
-    chunkOf: `SELECT id FROM ${t.deliveries} WHERE event_id = ${d.param(1, 'bigint')} ORDER BY id LIMIT ${d.param(2, 'integer')}`,
+    chunkOf: `SELECT id FROM ${t.deliveries} WHERE event_id = ${d.param(1, 'bigint')} AND ${settled} ORDER BY id LIMIT ${d.param(2, 'integer')}`,
     deleteRows: `DELETE FROM ${t.deliveries} WHERE ${d.inList('id', 1, 'bigint')}`,
-    oldDead: `SELECT id FROM ${t.deliveries} WHERE status = 'dead' AND completed_at <= ${d.param(1, 'timestamp')} ORDER BY completed_at, id LIMIT ${d.param(2, 'integer')}`,
+    oldDead: `SELECT id FROM ${t.deliveries} WHERE ${d.ddl.phase.dead()} AND completed_at <= ${d.param(1, 'timestamp')} ORDER BY completed_at, id LIMIT ${d.param(2, 'integer')}`,
     deleteDead: `DELETE FROM ${t.deliveries} WHERE ${d.inList('id', 1, 'bigint')} AND status = 'dead'`,
   };
 }

@@ -9,6 +9,7 @@
 import { quoteIdent, type TableNames } from '../tables.js';
 import { HOLDS_BACK, LOST, OWED, READY } from './conditions.js';
 import type { ColumnDefault, ColumnType, DdlDialect } from './dialect.js';
+import type { PhaseSql } from './phase.js';
 
 /** The outbox's tables, by their key in {@link TableNames}. */
 export type TableKey = 'events' | 'deliveries' | 'lastSuccess' | 'migrations' | 'relayLock';
@@ -35,8 +36,12 @@ export interface IndexSpec {
   readonly name: string;
   readonly table: TableKey;
   readonly columns: readonly string[];
-  /** A partial index's condition (dropped by a dialect without partial indexes). */
-  readonly where?: string;
+  /**
+   * A partial index's condition (dropped by a dialect without partial indexes): a text, or
+   * one written on the delivery row's phase, which each dialect spells (sql/phase.ts).
+   */
+  readonly where?: string | ((phase: PhaseSql) => string);
+  readonly unique?: true;
 }
 
 export interface Migration {
@@ -48,6 +53,15 @@ export interface Migration {
    * dropped `IF EXISTS` after its own are built, so a claim always has one of them.
    */
   readonly dropIndexes?: readonly string[];
+  /** Give the deliveries table the column its phase is read from, where the dialect has one. */
+  readonly phaseColumn?: true;
+  /**
+   * Column-level UNIQUE constraints of an earlier migration this one replaces with an index
+   * of its own, dropped after it is built, where the dialect can drop them.
+   */
+  readonly dropColumnUniques?: readonly { readonly table: TableKey; readonly column: string }[];
+  /** Heap fill factors, where the dialect has them: `percent` % of each new page filled. */
+  readonly fillfactors?: readonly { readonly table: TableKey; readonly percent: number }[];
 }
 
 /** What rendering needs of the dialect beyond its column types. */
@@ -247,6 +261,99 @@ export const MIGRATIONS: readonly Migration[] = [
     ],
     dropIndexes: ['deliveries_owed'],
   },
+  {
+    // A leaner schema (issue 28, docs/storage.md): every index measured, the WAL per event
+    // of a fired, claimed and delivered event 2,214 B before.
+    //
+    // - The claim's indexes on the delivery row's phase, not its status (sql/phase.ts): a
+    //   claim, a lease renewal and a hand-back change no indexed column, so PostgreSQL
+    //   writes them as HOT updates, with no index entry (they rewrote pkey, event, key and
+    //   leased: ~300 B per event). deliveries_ready and deliveries_leased become one index
+    //   of the owed rows, claimed ones included (the claim steps over the rows other
+    //   batches hold again, a heap visit each: issue 7 measured that in buffers, never in
+    //   wall time); the ordering check's, the dead letters', the lost rows' and the
+    //   scheduled rows' indexes the same predicates on the phase.
+    // - The deliveries table's new pages filled to 40 % (PostgreSQL): the room a claim's
+    //   HOT update needs on the row's own page, and a verdict's update too (it moved the
+    //   row to another page, with a heap LOCK record for the old one, 2.7 per event).
+    // - The idempotency key's uniqueness a partial index of the keyed events only: the
+    //   column's UNIQUE held a NULL for every event without one (66 B), and fire's
+    //   statement for keyless events needs no ON CONFLICT (its speculative insert wrote a
+    //   48 B confirmation record). SQLite's column UNIQUE cannot be dropped without
+    //   rebuilding the table; it stays beside the new index there.
+    // - deliveries_event (every row by event, written at fire and again by each update)
+    //   becomes deliveries_settled, the settled rows by event, written once, by the
+    //   verdict: the owed rows of an event are deliveries_queue's already.
+    // - events_name dropped: only readEvents({ name }) read it (assertFired, a test helper).
+    version: 4,
+    tables: [],
+    phaseColumn: true,
+    indexes: [
+      {
+        name: 'events_idempotency',
+        table: 'events',
+        columns: ['idempotency_key'],
+        unique: true,
+        where: 'idempotency_key IS NOT NULL',
+      },
+      // The claim: the owed rows by event sequence (pending and failed ones to take,
+      // claimed ones whose lease lapsed), health's owed rows, the prune's "settled".
+      {
+        name: 'deliveries_queue',
+        table: 'deliveries',
+        columns: ['event_id', 'id'],
+        where: (p) => p.owed(),
+      },
+      // The settled rows (history, dead letters) by event: the prune's rows of a due event,
+      // replay's rows of an event beside deliveries_queue's owed ones.
+      {
+        name: 'deliveries_settled',
+        table: 'deliveries',
+        columns: ['event_id'],
+        where: (p) => p.settled(),
+      },
+      // The ordering check: an earlier row of the same receiver, target and key, owed or dead.
+      {
+        name: 'deliveries_ordering',
+        table: 'deliveries',
+        columns: ['receiver_key', 'target', 'ordering_key', 'event_id'],
+        where: (p) => `ordering_key IS NOT NULL AND ${p.holdsBack()}`,
+      },
+      // The prune's "every delivery succeeded or was cancelled" (deliveries_lost before).
+      {
+        name: 'deliveries_unconsumed',
+        table: 'deliveries',
+        columns: ['event_id'],
+        where: (p) => p.lost(),
+      },
+      // Dead letters newest first, their cleanup, health's and requeue's dead rows.
+      {
+        name: 'deliveries_dead_letters',
+        table: 'deliveries',
+        columns: ['completed_at', 'id'],
+        where: (p) => p.dead(),
+      },
+      // Health: the owed rows with a due time (deliveries_scheduled before).
+      {
+        name: 'deliveries_due',
+        table: 'deliveries',
+        columns: ['due_at', 'event_id'],
+        where: (p) => `${p.owed()} AND due_at IS NOT NULL`,
+      },
+    ],
+    dropIndexes: [
+      'events_name',
+      'deliveries_event',
+      'deliveries_ready',
+      'deliveries_leased',
+      'deliveries_key',
+      'deliveries_lost',
+      'deliveries_dead',
+      'deliveries_scheduled',
+    ],
+    dropColumnUniques: [{ table: 'events', column: 'idempotency_key' }],
+    fillfactors: [{ table: 'deliveries', percent: 40 }],
+  },
 ];
 
 /** The tables a migration creates on this dialect. */
@@ -273,10 +380,11 @@ export function renderTable(spec: TableSpec, t: TableNames, ddl: DdlDialect): st
   return `CREATE TABLE IF NOT EXISTS ${t[spec.table]} (\n  ${columns.join(',\n  ')}\n)`;
 }
 
-/** `CREATE INDEX IF NOT EXISTS …` for one index. */
+/** `CREATE [UNIQUE] INDEX IF NOT EXISTS …` for one index. */
 export function renderIndex(spec: IndexSpec, t: TableNames, ddl: DdlDialect): string {
-  const where = spec.where && ddl.partialIndexes ? ` WHERE ${spec.where}` : '';
-  return `CREATE INDEX IF NOT EXISTS ${quoteIdent(`${t.prefix}${spec.name}`)} ON ${t[spec.table]} (${spec.columns.join(', ')})${where}`;
+  const condition = typeof spec.where === 'function' ? spec.where(ddl.phase) : spec.where;
+  const where = condition && ddl.partialIndexes ? ` WHERE ${condition}` : '';
+  return `CREATE ${spec.unique ? 'UNIQUE ' : ''}INDEX IF NOT EXISTS ${quoteIdent(`${t.prefix}${spec.name}`)} ON ${t[spec.table]} (${spec.columns.join(', ')})${where}`;
 }
 
 /** `DROP INDEX IF EXISTS …` for one index (in the tables' schema, if any). */
@@ -285,11 +393,19 @@ export function renderDropIndex(name: string, t: TableNames): string {
   return `DROP INDEX IF EXISTS ${t.schema ? `${quoteIdent(t.schema)}.${index}` : index}`;
 }
 
-/** Every statement of one migration: tables, then indexes, then the indexes it replaces. */
+/**
+ * Every statement of one migration: tables, the phase column, indexes, then the indexes
+ * and unique constraints it replaces, then the fill factors (which only shape pages
+ * written from then on).
+ */
 export function renderMigration(m: Migration, t: TableNames, o: SchemaOptions): string[] {
+  const defined = (s: string | undefined): s is string => s !== undefined;
   return [
     ...tablesOf(m, o).map((s) => renderTable(s, t, o.ddl)),
+    ...(m.phaseColumn ? o.ddl.phaseColumn(t.deliveries) : []),
     ...m.indexes.map((s) => renderIndex(s, t, o.ddl)),
     ...(m.dropIndexes ?? []).map((name) => renderDropIndex(name, t)),
-  ];
+    ...(m.dropColumnUniques ?? []).map((u) => o.ddl.dropColumnUnique(t[u.table], u.column)),
+    ...(m.fillfactors ?? []).map((f) => o.ddl.fillfactor(t[f.table], f.percent)),
+  ].filter(defined);
 }

@@ -70,11 +70,18 @@ export function sharedStatements(t: TableNames, d: SqlDialect): SharedStatements
     acknowledge: acknowledgeSql(t, { worker: '$1', claimedAt: '$2', ids: 'id = $3', at: '$4' }),
     /** Deliveries by status: (status, n). A full scan; maintenance only. */
     countDeliveries: `SELECT status, count(*) AS n FROM ${t.deliveries} GROUP BY status`,
-    /** Delivery rows, of the event $1 (NULL: all), by event and id. Reads deliveries_event. */
+    /**
+     * Delivery rows, of the event $1 (NULL: all), by event and id: its owed ones
+     * (deliveries_queue) and its settled ones (deliveries_settled). Maintenance only.
+     */
     readDeliveries: `
-      SELECT * FROM ${t.deliveries}
-      WHERE (${d.param(1, 'bigint')} IS NULL OR event_id = ${d.param(1, 'bigint')})
-      ORDER BY event_id, id`,
+      SELECT * FROM (
+        SELECT * FROM ${t.deliveries}
+        WHERE (${d.param(1, 'bigint')} IS NULL OR event_id = ${d.param(1, 'bigint')}) AND ${d.ddl.phase.owed()}
+        UNION ALL
+        SELECT * FROM ${t.deliveries}
+        WHERE (${d.param(1, 'bigint')} IS NULL OR event_id = ${d.param(1, 'bigint')}) AND ${d.ddl.phase.settled()}
+      ) x ORDER BY event_id, id`,
   };
 }
 

@@ -5,6 +5,7 @@
  * as 1 / 0; every other column TEXT.
  */
 import type { ColumnType, DdlDialect, RowColumn, SqlDialect, SqlType } from '../sql/dialect.js';
+import { PHASE_OF_STATUS_SQL } from '../sql/phase.js';
 
 const SQLITE_COLUMNS: Record<ColumnType, string> = {
   sequence: 'INTEGER PRIMARY KEY AUTOINCREMENT',
@@ -32,6 +33,12 @@ const ddl: DdlDialect = {
           ? String(v.literal)
           : literal(v.literal),
   partialIndexes: true,
+  // No HOT updates to gain, and no `ADD COLUMN IF NOT EXISTS`: the phase is spelled on status.
+  phase: PHASE_OF_STATUS_SQL,
+  phaseColumn: () => [],
+  fillfactor: () => undefined,
+  // A column's UNIQUE is an `sqlite_autoindex_…`, which only a rebuild of the table drops.
+  dropColumnUnique: () => undefined,
 };
 
 /** A value as SQLite stores it. */

@@ -82,8 +82,9 @@ export class SqliteStore extends SqlStore {
   ): Promise<WrittenEvent[]> {
     if (events.length === 0) return [];
     const d = this.d;
+    const keyed = events.some((e) => e.idempotencyKey !== null);
     const rows = await this.runner.select<{ id: number; uuid: string }>(
-      this.#sql.insertEvents,
+      keyed ? this.#sql.insertEvents : this.#sql.insertEventsKeyless,
       d.bindRows(events, EVENT_INSERT_COLUMNS),
       transaction,
     );
