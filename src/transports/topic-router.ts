@@ -9,6 +9,7 @@
  * operator must see, not an event to drop silently.
  */
 import { topicPatternProblem } from '../declare/define-outbox.js';
+import { checkOptionNames, optionNames } from '../declare/option-keys.js';
 import type {
   DeliveryContext,
   DeliveryItem,
@@ -44,6 +45,9 @@ export interface TopicRouter extends OutboxDelivery {
   routeOf(eventName: string): OutboxDelivery | undefined;
 }
 
+/** Every option of {@link topicRouter}, to refuse a misspelt one. */
+const TOPIC_ROUTER_OPTIONS = optionNames<TopicRouterOptions>()(['default', 'name']);
+
 /**
  * Route each event to a transport by its name: `routes` maps exact names
  * (`'billing.InvoicePaid'`) and topic patterns (`'library.loan.*'`: a prefix ending in
@@ -65,6 +69,7 @@ export function topicRouter(
   routes: Readonly<Record<string, RouteDestination>>,
   options: TopicRouterOptions = {},
 ): TopicRouter {
+  checkOptionNames('topicRouter', options, TOPIC_ROUTER_OPTIONS);
   if (routes === null || typeof routes !== 'object')
     throw new ConfigurationError('topicRouter(routes) needs an object of topic → transport');
   const exact = new Map<string, OutboxDelivery>();

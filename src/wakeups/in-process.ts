@@ -1,3 +1,4 @@
+import { checkOptionNames, optionNames } from '../declare/option-keys.js';
 import { consoleLogger, type OutboxLogger } from '../observe/logger.js';
 import type { OutboxWakeup } from './wakeup.js';
 
@@ -10,6 +11,9 @@ export interface InProcessWakeupOptions {
   readonly logger?: OutboxLogger;
 }
 
+/** Every option of {@link inProcessWakeup}, to refuse a misspelt one. */
+const IN_PROCESS_OPTIONS = optionNames<InProcessWakeupOptions>()(['logger']);
+
 /**
  * Wake the relays of this process right after a commit. The default: it costs nothing and
  * removes the poll latency whenever the relay runs in the process that fires (the demo,
@@ -21,6 +25,7 @@ export interface InProcessWakeupOptions {
  * poll): use {@link listenNotifyWakeup} or a broker wakeup for those.
  */
 export function inProcessWakeup(options: InProcessWakeupOptions = {}): OutboxWakeup {
+  checkOptionNames('inProcessWakeup', options, IN_PROCESS_OPTIONS);
   /** The wakeup's own logger, else the first listening outbox's, else the console's. */
   let logger = options.logger ?? consoleLogger;
   const listeners = new Set<(topics: readonly string[]) => void>();

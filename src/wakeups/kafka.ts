@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import type { Consumer, Kafka, Producer } from 'kafkajs';
+import { checkOptionNames, optionNames } from '../declare/option-keys.js';
 import { ConfigurationError } from '../errors/outbox-error.js';
 import { consoleLogger, type OutboxLogger } from '../observe/logger.js';
 import type { Scheduler } from '../runtime.js';
@@ -69,6 +70,19 @@ const DEFAULT_TOPIC = 'outboxkit.wakeup';
 /** How long `close()` waits for kafkajs to disconnect a client before leaving it. */
 const CLOSE_WAIT_MS = 2_000;
 
+/** Every option of {@link kafkaWakeup}, to refuse a misspelt one. */
+const KAFKA_WAKEUP_OPTIONS = optionNames<KafkaWakeupOptions>()([
+  'brokers',
+  'client',
+  'topic',
+  'clientId',
+  'maxWaitMs',
+  'logger',
+  'maxFailures',
+  'scheduler',
+  'joinTimeoutMs',
+]);
+
 /**
  * Wake relays through a Kafka topic of signals. `signal(topics)` — called once per
  * committed transaction, never for a rollback — produces one record naming the topics (a
@@ -104,6 +118,7 @@ const CLOSE_WAIT_MS = 2_000;
  *   not an integer ≥ 1.
  */
 export function kafkaWakeup(options: KafkaWakeupOptions): OutboxWakeup {
+  checkOptionNames('kafkaWakeup', options, KAFKA_WAKEUP_OPTIONS);
   const who = 'kafkaWakeup';
   if ((options?.brokers === undefined) === (options?.client === undefined))
     throw new ConfigurationError(

@@ -1,4 +1,5 @@
 import type { ClientConfig, Client as PgClient } from 'pg';
+import { checkOptionNames, optionNames } from '../declare/option-keys.js';
 import { ConfigurationError } from '../errors/outbox-error.js';
 import { consoleLogger, type OutboxLogger } from '../observe/logger.js';
 import { dialectsWith, findDialect, listDialects } from '../storage/dialects.js';
@@ -40,6 +41,14 @@ const DEFAULT_CHANNEL = 'outboxkit';
 /** A channel is written into `LISTEN "…"` unescaped, so only plain identifiers pass. */
 const CHANNEL_PATTERN = /^[a-z_][a-z0-9_]{0,62}$/;
 
+/** Every option of {@link listenNotifyWakeup}, to refuse a misspelt one. */
+const LISTEN_NOTIFY_OPTIONS = optionNames<ListenNotifyOptions>()([
+  'channel',
+  'connection',
+  'logger',
+  'maxFailures',
+]);
+
 /**
  * Wake relays through PostgreSQL `LISTEN/NOTIFY`. `fire()` queues a `NOTIFY` (one per
  * topic) inside the same statement that writes the event, so PostgreSQL sends it exactly
@@ -58,6 +67,7 @@ const CHANNEL_PATTERN = /^[a-z_][a-z0-9_]{0,62}$/;
  * @throws ConfigurationError when the channel is not a lower-case identifier.
  */
 export function listenNotifyWakeup(options: ListenNotifyOptions = {}): OutboxWakeup {
+  checkOptionNames('listenNotifyWakeup', options, LISTEN_NOTIFY_OPTIONS);
   const channel = options.channel ?? DEFAULT_CHANNEL;
   if (!CHANNEL_PATTERN.test(channel)) {
     throw new ConfigurationError(

@@ -1,4 +1,5 @@
 import type { Channel, ChannelModel } from 'amqplib';
+import { checkOptionNames, optionNames } from '../declare/option-keys.js';
 import { ConfigurationError } from '../errors/outbox-error.js';
 import { consoleLogger, type OutboxLogger } from '../observe/logger.js';
 import { realScheduler, type Scheduler } from '../runtime.js';
@@ -44,6 +45,16 @@ interface Link {
   readonly channel: Channel;
 }
 
+/** Every option of {@link rabbitmqWakeup}, to refuse a misspelt one. */
+const RABBITMQ_WAKEUP_OPTIONS = optionNames<RabbitmqWakeupOptions>()([
+  'url',
+  'exchange',
+  'logger',
+  'maxFailures',
+  'scheduler',
+  'connectTimeoutMs',
+]);
+
 /**
  * Wake relays through a RabbitMQ fanout exchange. `signal(topics)` — called once per
  * committed transaction, never for a rollback — publishes one message naming the topics
@@ -61,6 +72,7 @@ interface Link {
  * @throws ConfigurationError when the URL or exchange is not usable.
  */
 export function rabbitmqWakeup(options: RabbitmqWakeupOptions): OutboxWakeup {
+  checkOptionNames('rabbitmqWakeup', options, RABBITMQ_WAKEUP_OPTIONS);
   const url = checkAmqpUrl('rabbitmqWakeup', options?.url);
   const exchange = options.exchange ?? DEFAULT_EXCHANGE;
   if (typeof exchange !== 'string' || exchange.length === 0 || exchange.startsWith('amq.'))

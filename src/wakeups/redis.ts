@@ -1,4 +1,5 @@
 import type { Redis as IoRedis } from 'ioredis';
+import { checkOptionNames, optionNames } from '../declare/option-keys.js';
 import { ConfigurationError } from '../errors/outbox-error.js';
 import { consoleLogger, type OutboxLogger } from '../observe/logger.js';
 import {
@@ -85,6 +86,16 @@ const PUBLISHER = {
   connectionName: 'outboxkit-wakeup-publisher',
 } as const;
 
+/** Every option of {@link redisWakeup}, to refuse a misspelt one. */
+const REDIS_WAKEUP_OPTIONS = optionNames<RedisWakeupOptions>()([
+  'url',
+  'client',
+  'channel',
+  'logger',
+  'maxFailures',
+  'reconnectBaseMs',
+]);
+
 /**
  * Wake relays through Redis pub/sub. After a transaction that wrote events commits,
  * `fire()` calls `signal(topics)`, which `PUBLISH`es one message on the channel: the JSON
@@ -110,6 +121,7 @@ const PUBLISHER = {
  *   is not `redis://`/`rediss://`, the channel is empty, or `maxFailures` is not an integer ≥ 1.
  */
 export function redisWakeup(options: RedisWakeupOptions): OutboxWakeup {
+  checkOptionNames('redisWakeup', options, REDIS_WAKEUP_OPTIONS);
   const who = 'redisWakeup';
   if ((options.url === undefined) === (options.client === undefined)) {
     throw new ConfigurationError(

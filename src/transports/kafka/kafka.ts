@@ -13,6 +13,8 @@
  * batch and sends a key's next event only once this one is recorded, so a retry never
  * reorders a key.
  */
+
+import { checkOptionNames, optionNames } from '../../declare/option-keys.js';
 import type {
   DeliveryItem,
   DeliveryResult,
@@ -127,6 +129,17 @@ const OWN_CLIENT = {
 const SENT: DeliveryResult = { status: 'sent' };
 const failed = (error: unknown): DeliveryResult => ({ status: 'failed', error });
 
+/** Every option of {@link kafka}, to refuse a misspelt one. */
+const KAFKA_OPTIONS = optionNames<KafkaOptions>()([
+  'brokers',
+  'client',
+  'producer',
+  'topic',
+  'clientId',
+  'ackTimeoutMs',
+  'name',
+]);
+
 /**
  * A transport producing each event as a Kafka record to `topic` (the event's name by
  * default), with the ordering key as its key (one key, one partition, in order), the
@@ -148,6 +161,7 @@ const failed = (error: unknown): DeliveryResult => ({ status: 'failed', error })
  *   is given, a broker is not `host:port`, or `topic` is not a legal topic name or a function.
  */
 export function kafka(options: KafkaOptions): OutboxDelivery {
+  checkOptionNames('kafka', options, KAFKA_OPTIONS);
   const who = 'kafka';
   const given = (['brokers', 'client', 'producer'] as const).filter(
     (k) => options?.[k] !== undefined,

@@ -18,6 +18,7 @@
  * default exchange, which routes by queue name.
  */
 import type { ChannelModel, ConfirmChannel, Options } from 'amqplib';
+import { checkOptionNames, optionNames } from '../../declare/option-keys.js';
 import type {
   DeliveryItem,
   DeliveryResult,
@@ -86,6 +87,16 @@ interface Link {
 const SENT: DeliveryResult = { status: 'sent' };
 const failed = (error: unknown): DeliveryResult => ({ status: 'failed', error });
 
+/** Every option of {@link rabbitmq}, to refuse a misspelt one. */
+const RABBITMQ_OPTIONS = optionNames<RabbitmqOptions>()([
+  'url',
+  'exchange',
+  'routingKey',
+  'mandatory',
+  'connectTimeoutMs',
+  'name',
+]);
+
 /**
  * A transport publishing each event as a persistent message (`deliveryMode` 2) to
  * `exchange`, with the payload's JSON as its body (`contentType: 'application/json'`), the
@@ -105,6 +116,7 @@ const failed = (error: unknown): DeliveryResult => ({ status: 'failed', error })
  * ```
  */
 export function rabbitmq(options: RabbitmqOptions): OutboxDelivery {
+  checkOptionNames('rabbitmq', options, RABBITMQ_OPTIONS);
   const url = checkAmqpUrl('rabbitmq', options?.url);
   const { exchange, routingKey, mandatory = false, connectTimeoutMs = 10_000 } = options;
   if (typeof exchange !== 'string')

@@ -1,4 +1,5 @@
 import type { Redis as IoRedis } from 'ioredis';
+import { checkOptionNames, optionNames } from '../../declare/option-keys.js';
 import type {
   DeliveryItem,
   DeliveryResult,
@@ -73,6 +74,15 @@ const OWN_CONNECTION = {
   connectionName: 'outboxkit-redis-streams',
 } as const;
 
+/** Every option of {@link redisStreams}, to refuse a misspelt one. */
+const REDIS_STREAMS_OPTIONS = optionNames<RedisStreamsOptions>()([
+  'url',
+  'client',
+  'stream',
+  'maxLength',
+  'name',
+]);
+
 /**
  * A transport that adds each event to a Redis stream: one `XADD` per event, a batch sent
  * through ONE pipeline (one round trip; no MULTI, since each item succeeds or fails on its
@@ -95,6 +105,7 @@ const OWN_CONNECTION = {
  *   is not `redis://`/`rediss://`, `stream` is empty, or `maxLength` is not an integer ≥ 1.
  */
 export function redisStreams(options: RedisStreamsOptions): OutboxDelivery {
+  checkOptionNames('redisStreams', options, REDIS_STREAMS_OPTIONS);
   const who = 'redisStreams';
   if ((options.url === undefined) === (options.client === undefined)) {
     throw new ConfigurationError(

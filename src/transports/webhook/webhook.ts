@@ -19,6 +19,7 @@
  */
 import { setMaxListeners } from 'node:events';
 import type { Dispatcher } from 'undici';
+import { checkOptionNames, optionNames } from '../../declare/option-keys.js';
 import type {
   DeliveryContext,
   DeliveryItem,
@@ -181,6 +182,25 @@ export interface WebhookDelivery extends OutboxDelivery {
 const READ_LIMIT_BYTES = 16 * 1024;
 const HEADER_NAME = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
 
+/** Every option of {@link webhook}, to refuse a misspelt one. */
+const WEBHOOK_OPTIONS = optionNames<WebhookOptions>()([
+  'url',
+  'secret',
+  'target',
+  'name',
+  'timeoutMs',
+  'headers',
+  'allowsUrl',
+  'allowsAddress',
+  'lookup',
+  'ca',
+  'signatureHeader',
+  'onResult',
+  'concurrency',
+  'now',
+  'logger',
+]);
+
 /**
  * A transport POSTing each event as signed JSON to a webhook endpoint.
  *
@@ -197,6 +217,7 @@ const HEADER_NAME = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
  * ```
  */
 export function webhook(options: WebhookOptions): WebhookDelivery {
+  checkOptionNames('webhook', options, WEBHOOK_OPTIONS);
   const settings = resolveOptions(options);
   const undici = loadUndici();
   // Loaded now, awaited at the first request: a missing package fails that attempt
