@@ -8,7 +8,13 @@
 import { type Command, InvalidArgumentError } from 'commander';
 import { ConfigurationError } from '../../src/errors/outbox-error.js';
 import type { OutboxHealth } from '../../src/ops/health.js';
+import {
+  HELD_BACK_COUNT_CAP,
+  type HoldingDeadLetter,
+  readHoldingDeadLetters,
+} from '../../src/ops/held-back.js';
 import { createOutbox, type Outbox } from '../../src/outbox.js';
+import { findDialect } from '../../src/storage/dialects.js';
 import { EXIT } from '../exit-codes.js';
 import type { CliIo } from '../io.js';
 import type { CliOutput } from '../log-format.js';
@@ -84,7 +90,9 @@ What it reads:
              record time (never its next retry time, so the age only rises while work waits)
   claimed    owed deliveries a relay holds now; lapsed: claimed ones whose lease expired
   scheduled  deliveries waiting for a due time still ahead
-  dead       dead letters (each holds back the later events of its ordering key)
+  dead       dead letters (each holds back the later events of its ordering key); those
+             with owed rows behind them are named (delivery id, receiver, ordering key),
+             in --json as heldBackBy
   Receivers are listed only with something owed, dead or scheduled, worst backlog first.
 
 As a probe:
@@ -144,9 +152,16 @@ export async function health(flags: HealthFlags, out: CliOutput, io: CliIo): Pro
       wakeup: null,
     });
     const read = await outbox.health();
+    // The dead letters that hold owed rows of their ordering key back (only read when
+    // there are dead letters): what explains an owed row that only grows older.
+    const entry = findDialect(session.db.sequelize.getDialect());
+    const holding =
+      read.dead > 0 && entry
+        ? await readHoldingDeadLetters(session.db.sequelize, session.tables, entry)
+        : [];
     const past = breaches(read, flags);
-    if (flags.json) io.stdout.write(`${JSON.stringify(asJson(read, past), null, 2)}\n`);
-    else io.stdout.write(table(read));
+    if (flags.json) io.stdout.write(`${JSON.stringify(asJson(read, past, holding), null, 2)}\n`);
+    else io.stdout.write(table(read) + heldBackLines(holding));
     for (const b of past) {
       out.error(
         b.threshold === '--max-oldest-age'
@@ -163,7 +178,7 @@ export async function health(flags: HealthFlags, out: CliOutput, io: CliIo): Pro
 }
 
 /** The JSON a machine reads: the health, the oldest age in seconds, and what was passed. */
-function asJson(h: OutboxHealth, past: readonly Breach[]) {
+function asJson(h: OutboxHealth, past: readonly Breach[], holding: readonly HoldingDeadLetter[]) {
   return {
     at: h.at.toISOString(),
     owed: h.owed,
@@ -181,6 +196,7 @@ function asJson(h: OutboxHealth, past: readonly Breach[]) {
       scheduled: r.scheduled,
       dead: r.dead,
     })),
+    heldBackBy: holding,
     ok: past.length === 0,
     breaches: past.map((b) => ({
       threshold: b.threshold,
@@ -188,6 +204,26 @@ function asJson(h: OutboxHealth, past: readonly Breach[]) {
       max: b.threshold === '--max-oldest-age' ? b.max / 1000 : b.max,
     })),
   };
+}
+
+/** The dead letters holding rows back, for people: one line each, and what to do. */
+function heldBackLines(holding: readonly HoldingDeadLetter[]): string {
+  if (holding.length === 0) return '';
+  const lines = [
+    '',
+    'held back by dead letters (a later row of the same ordering key waits for each):',
+  ];
+  for (const d of holding) {
+    const target = d.target ? ` → ${d.target}` : '';
+    const count = d.heldBack >= HELD_BACK_COUNT_CAP ? `${d.heldBack}+` : String(d.heldBack);
+    lines.push(
+      `  #${d.deliveryId} ${d.receiverKey}${target}  ordering key ${JSON.stringify(d.orderingKey)}  event ${d.eventId}  holds back ${count}`,
+    );
+  }
+  lines.push(
+    '  requeue it (`npx outbox requeue-dead --id N`) to let its key move; until then the rows behind it wait',
+  );
+  return `${lines.join('\n')}\n`;
 }
 
 /** `4m 12s`, `2h 5m`, `3d 4h`: an age for people. */

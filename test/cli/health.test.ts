@@ -125,6 +125,48 @@ describeEachDialect('outbox health', (dialect) => {
     expect((await health('--max-owed', '0')).code).toBe(0);
   });
 
+  it('names the dead letter that holds rows of its ordering key back (pretty and --json)', async () => {
+    const fired = await firePings(3);
+    // The first two share an ordering key; the first is dead, so the second waits behind it.
+    await onDeliveries(`ordering_key = 'order-7'`);
+    const table = db.outboxOptions.schema
+      ? `"${db.outboxOptions.schema}"."outbox_deliveries"`
+      : '"outbox_deliveries"';
+    const [[first]] = (await db.outboxOptions.sequelize.query(
+      `SELECT min(id) AS id FROM ${table}`,
+    )) as [{ id: string | number }[], unknown];
+    await db.outboxOptions.sequelize.query(
+      `UPDATE ${table} SET status = 'dead', attempts = 5, last_error = 'refused' WHERE id = ${first.id}`,
+    );
+    await db.outboxOptions.sequelize.query(
+      `UPDATE ${table} SET ordering_key = 'order-8' WHERE id > ${Number(first.id) + 1}`,
+    );
+    const pretty = await health();
+    expect(pretty.code).toBe(0);
+    expect(pretty.stdout).toContain(
+      'held back by dead letters (a later row of the same ordering key waits for each):',
+    );
+    expect(pretty.stdout).toContain(
+      `  #${first.id} test.record  ordering key "order-7"  event ${fired[0].id}  holds back 1\n`,
+    );
+    const json = JSON.parse((await health('--json')).stdout);
+    expect(json.heldBackBy).toEqual([
+      {
+        deliveryId: String(first.id),
+        receiverKey: 'test.record',
+        target: null,
+        orderingKey: 'order-7',
+        eventId: fired[0].id,
+        heldBack: 1,
+      },
+    ]);
+    // Requeued, it holds nothing back any more.
+    await db.outboxOptions.sequelize.query(
+      `UPDATE ${table} SET status = 'pending' WHERE id = ${first.id}`,
+    );
+    expect(JSON.parse((await health('--json')).stdout).heldBackBy).toEqual([]);
+  });
+
   it('exits 2 past --max-lapsed', async () => {
     await firePings(1);
     const lapsed =

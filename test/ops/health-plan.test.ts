@@ -2,6 +2,7 @@ import { QueryTypes } from 'sequelize';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { z } from 'zod';
 import { createOutbox, defineOutbox, event, receiver, silentLogger } from '../../src/index.js';
+import { holdingDeadLettersSql } from '../../src/ops/held-back.js';
 import { postgresDialect } from '../../src/storage/postgres/dialect.js';
 import { healthSql, lastSucceededSql } from '../../src/storage/sql/health.js';
 import { tableNames } from '../../src/storage/tables.js';
@@ -82,5 +83,29 @@ describe.skipIf(!inject('pgAvailable'))('the health plans on a large table [post
     );
     expect(text).toContain('outbox_deliveries_succeeded');
     expect(text).not.toMatch(/Seq Scan on outbox_deliveries/);
+  });
+
+  // Last: it gives the live rows ordering keys, which the plans above do not read.
+  it("health's dead letters holding rows back: the dead rows by a partial index, the rows behind by the ordering index, never the history", async () => {
+    const s = `"${db.outboxOptions.schema}"`;
+    await db.sequelize.query(`
+      UPDATE ${s}.outbox_deliveries SET ordering_key = 'k' || (event_id % 50) WHERE status <> 'succeeded';
+      ANALYZE ${s}.outbox_deliveries;`);
+    const t = tableNames('outbox_', db.outboxOptions.schema);
+    const sql = holdingDeadLettersSql(t, postgresDialect);
+    const text = await plan(sql, [20, 1000]);
+    // the dead rows from a partial index of dead (or dead and orphaned) rows only
+    expect(text).toMatch(/outbox_deliveries_(dead_letters|unconsumed)/);
+    // the rows behind each one probed through the ordering index, the events by primary key
+    expect(text).toContain('outbox_deliveries_ordering');
+    expect(text).not.toMatch(/Seq Scan on outbox_deliveries/);
+    expect(text).not.toMatch(/Seq Scan on outbox_events/);
+    // and it answers: every dead letter (events 49501-49600) has owed rows of its key behind it
+    const rows = await db.sequelize.query<{ held_back: string }>(sql, {
+      bind: [20, 1000],
+      type: QueryTypes.SELECT,
+    });
+    expect(rows).toHaveLength(20);
+    expect(Number(rows[0].held_back)).toBeGreaterThan(0);
   });
 });
