@@ -1,6 +1,7 @@
-import Handlebars from 'handlebars';
+import type Handlebars from 'handlebars';
 import type { Catalogue, CatalogueEvent, CatalogueReceiver } from '../src/introspect/index.js';
 import { formatDuration } from './format-duration.js';
+import { loadHandlebars } from './load-handlebars.js';
 import { CATALOGUE_MARKDOWN_TEMPLATE } from './templates/catalogue-md.js';
 
 let compiled: Handlebars.TemplateDelegate<MarkdownView> | undefined;
@@ -19,7 +20,7 @@ export function renderCatalogueMarkdown(catalogue: Catalogue): string {
 
 function template(): Handlebars.TemplateDelegate<MarkdownView> {
   // An isolated environment: no helper or partial of the host application leaks in.
-  const hbs = Handlebars.create();
+  const hbs = loadHandlebars().create();
   return hbs.compile<MarkdownView>(CATALOGUE_MARKDOWN_TEMPLATE, {
     noEscape: true,
     strict: true,

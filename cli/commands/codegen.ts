@@ -45,8 +45,10 @@ export async function codegen(
     cwd: io.cwd,
     env: io.env,
   };
-  // Imported when run: ts-morph loads only for codegen.
-  const { runCodegen } = await import('../../codegen/run-codegen.js');
+  // Imported when run: ts-morph loads only for codegen, and only once found (an optional
+  // peer: codegen/toolchain.ts names it when it is missing).
+  const { loadCodegen } = await import('../../codegen/toolchain.js');
+  const { runCodegen } = await loadCodegen();
   return runCodegen(options, {
     log: (line) => void io.stdout.write(`${line}\n`),
     error: (line) => void io.stderr.write(`${line}\n`),

@@ -23,6 +23,15 @@ export const DEFAULT_CONFIG_FILES: readonly string[] = [
 /** The extensions a config may have: TypeScript or JavaScript modules. */
 export const CONFIG_EXTENSIONS: readonly string[] = ['.ts', '.mts', '.cts', '.js', '.mjs', '.cjs'];
 
+/** The extensions of a TypeScript config: the ones that need tsx to load. */
+const TYPESCRIPT_EXTENSIONS: readonly string[] = ['.ts', '.mts', '.cts'];
+
+/**
+ * The range of tsx a TypeScript config is loaded with: the major of its range in
+ * package.json `peerDependencies` (test/packaging/manifest.test.ts holds them together).
+ */
+export const TSX_RANGE = '^4';
+
 /** A config file loaded: the config, and what else the module exported for the CLI. */
 export interface LoadedConfig {
   readonly file: string;
@@ -65,6 +74,10 @@ export type LoadConfigResult =
  *
  * tsx is imported here, lazily, on the first load: `import 'outboxkit'` never loads it
  * (this module is not re-exported from the package root; the CLI and codegen import it).
+ * tsx is an OPTIONAL peer dependency, so that a production install need not carry it
+ * (with esbuild, 12 MB): only a TypeScript config needs it. When it is not installed a
+ * `.js`/`.mjs`/`.cjs` config loads with Node's own `import()`, and a TypeScript one comes
+ * back as an `import` error saying what to install or to compile.
  *
  * Never throws: a missing file, a syntax error (with its position), a config
  * `defineOutbox` refuses (with the line of the declaration at fault) or a module that
@@ -95,8 +108,19 @@ export async function loadConfig(
   }
   let mod: Record<string, unknown>;
   try {
-    const { tsImport } = await import('tsx/esm/api');
-    mod = (await tsImport(pathToFileURL(path).href, import.meta.url)) as Record<string, unknown>;
+    const tsx = await importTsx();
+    if (!tsx && TYPESCRIPT_EXTENSIONS.includes(extname(path))) {
+      return fail({
+        kind: 'import',
+        file: path,
+        message: `a TypeScript config needs tsx, which is not installed: npm install --save-dev tsx@${TSX_RANGE} (a dependency, npm install tsx@${TSX_RANGE}, where the CLI runs on a production install), or compile the config to JavaScript and pass --config outbox.config.js`,
+      });
+    }
+    const url = pathToFileURL(path).href;
+    mod = (await (tsx ? tsx.tsImport(url, import.meta.url) : import(url))) as Record<
+      string,
+      unknown
+    >;
   } catch (error) {
     return fail(describeLoadFailure(error, path));
   }
@@ -111,6 +135,20 @@ export async function loadConfig(
   }
   const sequelize = mod.sequelize as Sequelize | undefined;
   return { ok: true, value: { file: path, config, sequelize, module: mod } };
+}
+
+/** tsx's loader, or undefined when tsx (an optional peer) is not installed. */
+async function importTsx(): Promise<typeof import('tsx/esm/api') | undefined> {
+  try {
+    return await import('tsx/esm/api');
+  } catch (error) {
+    const e = error as { code?: unknown; message?: unknown } | null;
+    // tsx itself missing; a broken install of it says so in its own words.
+    if (e?.code === 'ERR_MODULE_NOT_FOUND' && /'tsx(?:\/[^']*)?'/.test(String(e.message))) {
+      return undefined;
+    }
+    throw error;
+  }
 }
 
 function fail(error: ConfigLoadError): LoadConfigResult {
