@@ -1,5 +1,6 @@
 import type { Sequelize, Transaction } from 'sequelize';
 import type { z } from 'zod';
+import { warnWhenCaptureUninstalled } from './capture/uninstalled.js';
 import {
   isOutboxConfig,
   type OutboxConfig,
@@ -357,6 +358,7 @@ export function createOutbox<C extends OutboxConfig>(
     fireHeaders,
     arrangeEager,
   };
+  const unwatchCapture = warnWhenCaptureUninstalled(runtime);
   // Set by close(): fire() and fireMany() refuse from then on, since the wakeup and the
   // transports they would signal are released (the event would sit unannounced).
   let closed = false;
@@ -406,6 +408,7 @@ export function createOutbox<C extends OutboxConfig>(
     cleanupPublished: (cleanupOptions) => cleanupPublished(runtime, cleanupOptions),
     close: async () => {
       closed = true;
+      unwatchCapture();
       const closing: Promise<unknown>[] = [];
       if (wakeup) closing.push(wakeup.close());
       const deliveries = new Set(config.receivers.map((r) => r.delivery).filter((d) => d?.close));
