@@ -10,7 +10,7 @@
  * marked `<!-- snippet: partial -->` on the line before its fence and is left out; the test
  * pins how many there are, so a new one is a decision.
  */
-import { dirname, join } from 'node:path';
+import { join } from 'node:path';
 import ts from 'typescript';
 import { describe, expect, it } from 'vitest';
 import { type CodeBlock, codeBlocks, documents, ROOT } from './support/markdown.js';
@@ -26,6 +26,11 @@ const MODULES: Record<string, string> = {
   './outbox.generated.js': 'examples/shop/outbox.generated.ts',
   // the README's test imports the app the way examples/shop/test/orders.test.ts does
   '../src/db.js': 'examples/shop/test/db.ts',
+  // the shop example's own modules, as its files name each other
+  './context.js': 'examples/shop/context.ts',
+  './events.js': 'examples/shop/events.ts',
+  './models.js': 'examples/shop/models.ts',
+  './receivers.js': 'examples/shop/receivers.ts',
 };
 
 const SNIPPETS = join(ROOT, '.snippets');
@@ -35,25 +40,50 @@ const SNIPPETS = join(ROOT, '.snippets');
  * Sequelize, its outbox and models, and the values a step's prose has just introduced.
  */
 const CONTEXT = `
-import type { Sequelize, Transaction } from 'sequelize';
-import type { DeliveryContext, OutboxEvent } from 'outboxkit';
+import type { Consumer } from 'kafkajs';
+import type { Model, ModelStatic, Sequelize, Transaction } from 'sequelize';
+import type { AroundDelivery, DeliveryContext, Inbox, OutboxEvent } from 'outboxkit';
 import type { ShopOutbox } from '../examples/shop/context.js';
-import type { Order as OrderInstance, OrderLine, ShopModels } from '../examples/shop/models.js';
+import type { Order as OrderRow, OrderLine, ShopModels } from '../examples/shop/models.js';
 import type shopConfig from '../outbox.config.js';
 export {};
 declare global {
+  // the app: the shop's config, its Sequelize, its outbox and models
+  const config: typeof shopConfig;
   const sequelize: Sequelize;
   const outbox: ShopOutbox;
-  const config: typeof shopConfig;
-  const transaction: Transaction;
   const Order: ShopModels['Order'];
-  const order: OrderInstance;
+  const order: OrderRow;
+  // the transaction a step runs in, and the order it is writing
+  const transaction: Transaction;
   const id: string;
   const orderId: string;
   const customerEmail: string;
   const totalCents: number;
   const items: OrderLine[];
   const placedAt: Date;
+  // an app's own functions and objects that the guides name in passing
+  const audit: (event: OutboxEvent) => Promise<void>;
+  const sendMail: (event: OutboxEvent) => Promise<void>;
+  const sendWebhook: (event: OutboxEvent, context: DeliveryContext) => Promise<void>;
+  const quotaExhausted: () => boolean;
+  const placeOrder: (body: unknown) => Promise<void>;
+  const importUsers: (rows: readonly unknown[]) => Promise<void>;
+  const rows: readonly unknown[];
+  const req: { user: string; id: string; body: unknown };
+  const Subscription: ModelStatic<Model & { page: string; endpointId: string }>;
+  const Invoice: ModelStatic<Model & { orderId: string }>;
+  const offer: Model & { accepted: boolean };
+  const offerEvent: { id: string };
+  const consumer: Consumer;
+  const billing: Inbox;
+  const histogram: { record(value: number, attributes?: Record<string, string>): void };
+  const myMetricsHook: AroundDelivery;
+  const url: string;
+  const secret: string;
+  const brokers: string[];
+  const rawBody: Buffer;
+  const header: string;
 }
 `;
 
@@ -158,7 +188,8 @@ describe('the TypeScript snippets of README.md and docs/*.md', () => {
   }, 120_000);
 
   it('only the few fragments are marked partial, each for a reason', () => {
-    expect(partial.map((s) => `${s.file}:${s.line}`)).toEqual([]);
+    // docs/inbox.md: an Express route (express is not a dependency of this repository)
+    expect(partial.map((s) => s.file)).toEqual(['docs/inbox.md']);
   });
 
   it('a snippet marker names a known kind', () => {
@@ -167,9 +198,5 @@ describe('the TypeScript snippets of README.md and docs/*.md', () => {
       .map((b) => b.marker)
       .filter((m) => m !== undefined);
     expect(markers.filter((m) => m !== 'partial')).toEqual([]);
-  });
-
-  it('the snippets resolve their imports where the package and the app files are', () => {
-    expect(dirname(join(SNIPPETS, 'x.ts'))).toBe(SNIPPETS);
   });
 });
