@@ -1,6 +1,7 @@
 /**
  * outboxkit: the transactional outbox and durable domain events for Sequelize.
  * @packageDocumentation
+ * @module outboxkit
  */
 
 export { installCapture } from './capture/index.js';

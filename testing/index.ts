@@ -1,8 +1,9 @@
 /**
  * `outboxkit/testing`: run the real relay path inside unit tests.
  * @packageDocumentation
+ * @module outboxkit/testing
  */
-export type { AssertFiredOptions } from './assert-fired.js';
+export type { AssertFiredOptions, CapturedEnvelope, CapturedTopicName } from './assert-fired.js';
 export { assertFired, OutboxAssertionError } from './assert-fired.js';
 // The conformance checks, free of any test runner (the vitest suites that declare them are
 // `outboxkit/testing/conformance`, which imports vitest).

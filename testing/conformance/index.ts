@@ -3,6 +3,7 @@
  * with vitest (which this entry imports; `outboxkit/testing` does not). The checks
  * themselves, free of any test runner, are also exported from `outboxkit/testing`.
  * @packageDocumentation
+ * @module outboxkit/testing/conformance
  */
 export { pollUntil, type Settled, settlesWithin } from './support.js';
 export { transportConformance } from './transport.js';

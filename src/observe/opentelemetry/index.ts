@@ -3,6 +3,7 @@
  * attempt, continuing the trace its event was fired in. Needs `@opentelemetry/api` (an
  * optional peer dependency); importing `outboxkit` itself never loads it.
  * @packageDocumentation
+ * @module outboxkit/opentelemetry
  */
 
 export { SPAN_ATTRIBUTES } from './attributes.js';
