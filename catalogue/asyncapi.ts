@@ -36,7 +36,6 @@
  * Deterministic: channels, messages and operations sorted, no timestamps, so the document
  * can be committed and a diff shows only real changes.
  */
-import { stringify } from 'yaml';
 import {
   type Catalogue,
   type CatalogueEvent,
@@ -45,6 +44,7 @@ import {
 } from '../src/introspect/index.js';
 import { type JsonSchemaNode, toAsyncApiSchema } from './asyncapi-schema.js';
 import { formatDuration } from './format-duration.js';
+import { loadYaml } from './toolchain.js';
 
 /** The AsyncAPI version written. */
 export const ASYNCAPI_VERSION = '3.0.0';
@@ -179,7 +179,7 @@ export function renderAsyncApi(
 ): string {
   const document = buildAsyncApi(catalogue, options);
   if (options.format === 'json') return `${JSON.stringify(document, null, 2)}\n`;
-  return `${stringify(document, { lineWidth: 0, aliasDuplicateObjects: false }).trimEnd()}\n`;
+  return `${loadYaml().stringify(document, { lineWidth: 0, aliasDuplicateObjects: false }).trimEnd()}\n`;
 }
 
 function channel(event: CatalogueEvent, id: string): Record<string, unknown> {

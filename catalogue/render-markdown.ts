@@ -1,8 +1,8 @@
 import type Handlebars from 'handlebars';
 import type { Catalogue, CatalogueEvent, CatalogueReceiver } from '../src/introspect/index.js';
 import { formatDuration } from './format-duration.js';
-import { loadHandlebars } from './load-handlebars.js';
 import { CATALOGUE_MARKDOWN_TEMPLATE } from './templates/catalogue-md.js';
+import { loadHandlebars } from './toolchain.js';
 
 let compiled: Handlebars.TemplateDelegate<MarkdownView> | undefined;
 
