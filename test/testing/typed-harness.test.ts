@@ -11,6 +11,8 @@ import { defineOutbox, event } from '../../src/index.js';
 import {
   type AssertFiredOptions,
   assertFired,
+  type CapturedEnvelope,
+  type CapturedTopicName,
   type DrainOptions,
   drainOutbox,
   type TestDatabase,
@@ -85,6 +87,48 @@ describe('assertFired, typed by the outbox config', () => {
     expectTypeOf(() =>
       // @ts-expect-error a misspelt option does not compile
       assertFired(outbox, 'shop.OrderPlaced', { time: 1 }),
+    ).toBeFunction();
+  });
+});
+
+describe('assertFired and captured topics', () => {
+  // A row type as codegen writes it for a captured topic (EventPayloads['shop.order.inserted']).
+  type OrderInsertedPayload = {
+    model: string;
+    operation: 'inserted' | 'updated' | 'deleted';
+    pk: unknown;
+    changed: string[] | null;
+    before?: null;
+    after?: { id: number; status: string } | null;
+    occurred_at: string;
+  };
+
+  it("accepts a captured topic's name on a typed outbox, returning its envelopes", () => {
+    expectTypeOf(() => assertFired(outbox, 'shop.order.inserted')).returns.resolves.toEqualTypeOf<
+      CapturedEnvelope[]
+    >();
+    expectTypeOf<'shop.order.updated'>().toExtend<CapturedTopicName>();
+    expectTypeOf<'shop.OrderPlaced'>().not.toExtend<CapturedTopicName>();
+  });
+
+  it("takes codegen's payload type of the topic, typing the row", () => {
+    expectTypeOf(() =>
+      assertFired<OrderInsertedPayload>(outbox, 'shop.order.inserted', { times: 1 }),
+    ).returns.resolves.toEqualTypeOf<OrderInsertedPayload[]>();
+    const check = async () => {
+      const [inserted] = await assertFired<OrderInsertedPayload>(outbox, 'shop.order.inserted');
+      const status: string | undefined = inserted.after?.status;
+      // @ts-expect-error the row's status is a string
+      const n: number | undefined = inserted.after?.status;
+      return [status, n];
+    };
+    expectTypeOf(check).toBeFunction();
+  });
+
+  it('still refuses a name that is neither declared nor a captured topic', () => {
+    expectTypeOf(() =>
+      // @ts-expect-error not a declared event, and no capture operation ends it
+      assertFired(outbox, 'shop.order.insertd'),
     ).toBeFunction();
   });
 });
