@@ -1,6 +1,7 @@
 import type { Runtime } from '../runtime.js';
 import type { ClaimedDelivery, ClaimToken, Outcome } from '../storage/store.js';
 import type { SortedResults } from './attempt-result.js';
+import { deliveryLogFields } from './log-fields.js';
 import type { RecordedVerdict } from './report.js';
 
 /** The longest pause between two tries of one record, in milliseconds. */
@@ -85,7 +86,13 @@ export async function recordBatch(
     const which = rows.length === 1 ? `delivery ${rows[0]}` : `deliveries ${named.join(', ')}`;
     rt.logger.warn(
       `${which} met a database fault or a stop, not a receiver failure; handed back with no attempt spent`,
-      { error: sorted.handBacks[0].error, handedBack: rows.length },
+      {
+        // One row: its identity as every per-delivery line gives it; several: each one's.
+        ...(sorted.handBacks.length === 1 ? deliveryLogFields(sorted.handBacks[0].row) : {}),
+        deliveries: sorted.handBacks.slice(0, 10).map((h) => deliveryLogFields(h.row)),
+        error: sorted.handBacks[0].error,
+        handedBack: rows.length,
+      },
     );
   }
   const outcomes: Outcome[] = new Array(sorted.verdicts.length + sorted.handBacks.length);

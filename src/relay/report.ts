@@ -3,6 +3,7 @@ import type { DeliveryStatus } from '../declare/types.js';
 import { DeliveryError } from '../errors/outbox-error.js';
 import type { Runtime } from '../runtime.js';
 import type { ClaimedDelivery, Outcome } from '../storage/store.js';
+import { deliveryLogFields } from './log-fields.js';
 
 /** A verdict the database accepted, with what it is about. */
 export interface RecordedVerdict {
@@ -73,7 +74,10 @@ export async function reportVerdicts(
         error: outcome.lastError ?? '',
       });
     } catch (error) {
-      rt.logger.error(`onFailure of ${receiver.key} threw; ignored`, { error });
+      rt.logger.error(`onFailure of ${receiver.key} threw; ignored`, {
+        ...deliveryLogFields(row),
+        error,
+      });
     }
   }
   return counts;
@@ -99,7 +103,10 @@ function emitVerdict(rt: Runtime, { row, outcome: o, error }: RecordedVerdict): 
       const message = deferred
         ? `delivery ${o.id} to ${row.receiverKey} deferred (attempt ${row.attempts + 1} not counted); retrying at ${o.availableAt?.toISOString()}`
         : `delivery ${o.id} to ${row.receiverKey} failed (attempt ${o.attempts} of ${row.maxAttempts}); retrying at ${o.availableAt?.toISOString()}`;
-      rt.logger.warn(message, { failure: deliveryError(message, o, row, error) });
+      rt.logger.warn(message, {
+        ...deliveryLogFields(row),
+        failure: deliveryError(message, o, row, error),
+      });
       rt.events.emit('relay:failed', {
         ...about,
         attempt: row.attempts + 1,
@@ -110,7 +117,10 @@ function emitVerdict(rt: Runtime, { row, outcome: o, error }: RecordedVerdict): 
     }
     case 'dead': {
       const message = `delivery ${o.id} to ${row.receiverKey} is dead-lettered after attempt ${row.attempts + 1}`;
-      rt.logger.error(message, { failure: deliveryError(message, o, row, error) });
+      rt.logger.error(message, {
+        ...deliveryLogFields(row),
+        failure: deliveryError(message, o, row, error),
+      });
       rt.events.emit('relay:deadLettered', {
         ...about,
         attempt: row.attempts + 1,
@@ -121,6 +131,7 @@ function emitVerdict(rt: Runtime, { row, outcome: o, error }: RecordedVerdict): 
     case 'orphaned':
       rt.logger.warn(
         `delivery ${o.id} names receiver ${row.receiverKey}, which is not declared; recorded orphaned`,
+        deliveryLogFields(row),
       );
       rt.events.emit('relay:orphaned', about);
       return;

@@ -14,6 +14,7 @@ import {
 import { deliveryOutcome } from './attempt-outcome.js';
 import type { AttemptResult } from './attempt-result.js';
 import type { LeaseKeeper } from './lease-keeper.js';
+import { deliveryLogFields } from './log-fields.js';
 import type { HandlerTask } from './plan-batch.js';
 import { isTransientDatabaseError } from './transient.js';
 
@@ -129,13 +130,14 @@ async function attemptHandler(
         afterCommitFailed: (error) =>
           rt.logger.warn(
             `an afterCommit hook of delivery ${row.id} (${receiver.key}) threw; the delivery is recorded done`,
-            { error },
+            { ...deliveryLogFields(row), error },
           ),
       },
     );
     if (verdict === 'lost') {
       rt.logger.warn(
         `delivery ${row.id} (${receiver.key}) lost its claim to another worker; its work was rolled back`,
+        deliveryLogFields(row),
       );
       return { kind: 'lost', row };
     }

@@ -11,6 +11,7 @@ import { type LaneControl, LanePauses, lanesNotSetAside, servedLanes } from './l
 import { RelayState } from './relay-state.js';
 import { checkTopics, servesTopic } from './relay-topics.js';
 import { SingleRelayLock } from './single-relay-lock.js';
+import { DEFAULT_SUMMARY_INTERVAL_MS, RelaySummary } from './summary.js';
 import { isTransientDatabaseError } from './transient.js';
 
 /** Options of `outbox.runRelay()`. */
@@ -119,6 +120,14 @@ export interface RunRelayOptions {
    * @defaultValue `performance.now()`
    */
   readonly monotonic?: () => number;
+  /**
+   * Every this many milliseconds the relay logs one line at info: what it delivered,
+   * failed, dead-lettered (and orphaned, handed back) since its last line, and how many
+   * deliveries are owed now (src/relay/summary.ts). `0`: no summary. Timed on the outbox's
+   * scheduler, so a test with a fake one reaches a line without waiting.
+   * @defaultValue 60000
+   */
+  readonly summaryIntervalMs?: number;
 }
 
 /** What a relay did, by delivery status, when it returns. */
@@ -182,6 +191,13 @@ export async function runRelay(rt: Runtime, options: RunRelayOptions = {}): Prom
       { path: 'maxNonTransientErrorMs' },
     );
   }
+  const summaryIntervalMs = options.summaryIntervalMs ?? DEFAULT_SUMMARY_INTERVAL_MS;
+  if (!Number.isInteger(summaryIntervalMs) || summaryIntervalMs < 0) {
+    throw new ConfigurationError(
+      `runRelay({ summaryIntervalMs }) must be an integer number of milliseconds ≥ 0, 0 for none (got ${summaryIntervalMs})`,
+      { path: 'summaryIntervalMs' },
+    );
+  }
   const workerId = options.workerId ?? `${rt.processId}:relay-${++rt.state.relays}`;
   const pollMs = options.pollIntervalMs ?? settings.pollIntervalMs;
   const now = options.now ?? rt.clock;
@@ -219,6 +235,8 @@ export async function runRelay(rt: Runtime, options: RunRelayOptions = {}): Prom
     maxInFlight: rt.store.capabilities.splitsQueue ? 2 : 1,
   });
   const report: RelayReport = { ...zeroCounts(), passes: 0, handedBack: 0 };
+  // One line at info every summaryIntervalMs: what the relay did since its last one.
+  const summary = RelaySummary.start(rt, workerId, summaryIntervalMs, report);
   // The idle sweep: the first an interval from now, on the monotonic clock.
   const sweep = IdleSweep.start(rt, options.monotonic ?? monotonicMs);
   // A deferral pauses its lane in this relay for the seconds it asked, on `now`: the
@@ -361,6 +379,7 @@ export async function runRelay(rt: Runtime, options: RunRelayOptions = {}): Prom
     // relay lets go of its wakeup and its lock.
     await state.drain();
     state.dispose();
+    await summary?.stop();
     options.signal?.removeEventListener('abort', onStop);
     await unsubscribe?.().catch((error) =>
       rt.logger.warn('could not stop listening for wakeups', { error }),
