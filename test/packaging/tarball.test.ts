@@ -1,11 +1,26 @@
 import { spawnSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Packed, packedTarball } from './support/build.js';
-import { installConsumer, lowestOf, manifest, typecheck } from './support/tarball.js';
+import {
+  installConsumer,
+  lowestOf,
+  manifest,
+  REPO,
+  typecheck,
+  typecheckLibs,
+} from './support/tarball.js';
 
 /**
  * SLOW (~1 min, most of it `npm install`): the package as an app gets it. The build of the
@@ -14,7 +29,9 @@ import { installConsumer, lowestOf, manifest, typecheck } from './support/tarbal
  * versions the peer ranges admit (npm's cache serves most of it; the lowest peers may
  * come from the registry), and every test below reuses that one app: the ESM app, the
  * CommonJS app, the types, the install hint for the missing pg, and what `import
- * 'outboxkit'` loads.
+ * 'outboxkit'` loads. The app has no optional peer installed — the codegen toolchain
+ * (ts-morph, handlebars, tsx, yaml) included — until the last group, which links the
+ * toolchain in as an app's devDependencies would put it there.
  */
 const LOWEST = {
   sequelize: lowestOf(manifest.peerDependencies.sequelize),
@@ -46,6 +63,32 @@ describe(`[slow] the packed tarball, installed in a fresh app with sequelize@${L
   afterAll(() => {
     if (work) rmSync(work, { recursive: true, force: true });
   });
+
+  /** A config the app's CLI can load, written as `file` (its form, .mjs or .ts, by name). */
+  const writeConfig = (file: string) => {
+    writeFileSync(
+      join(app, file),
+      [
+        "import { z } from 'zod';",
+        "import { defineOutbox, event, receiver } from 'outboxkit';",
+        'const Ping = event({ schema: z.object({ n: z.number() }) });',
+        'export default defineOutbox({',
+        "  events: { 'app.Ping': Ping },",
+        "  receivers: { 'app.log': receiver(Ping, { handle: async () => {} }) },",
+        '});',
+        '',
+      ].join('\n'),
+    );
+  };
+  /** The app's installed `outbox` bin, run in the app. */
+  const outbox = (...args: string[]) =>
+    spawnSync(join(app, 'node_modules', '.bin', 'outbox'), args, {
+      cwd: app,
+      encoding: 'utf8',
+      env: { ...process.env, DATABASE_URL: '' },
+    });
+  /** The major of a peer range: `^28.0.0` → `^28`, what the install hints ask for. */
+  const major = (name: string) => `^${lowestOf(manifest.peerDependencies[name]).split('.')[0]}`;
 
   const results = new Map<string, ScenarioResult>();
   /** Run one of the app's entry scripts (once) against a fresh SQLite file; its JSON line. */
@@ -105,21 +148,15 @@ describe(`[slow] the packed tarball, installed in a fresh app with sequelize@${L
     }
   });
 
-  it('ships source maps with their sources inlined, since the .ts files are not shipped', () => {
-    const maps = packed.files.filter((f) => f.endsWith('.js.map'));
-    expect(maps.length).toBeGreaterThan(50);
-    const lacking = maps.filter((f) => {
-      const map = JSON.parse(readFileSync(join(app, 'node_modules/outboxkit', f), 'utf8')) as {
-        sources: string[];
-        sourcesContent?: (string | null)[];
-      };
-      return (
-        map.sources.length === 0 ||
-        map.sourcesContent?.length !== map.sources.length ||
-        map.sourcesContent.some((s) => typeof s !== 'string')
-      );
-    });
-    expect(lacking).toEqual([]);
+  it('ships no source maps, and no .js file names one: the .ts sources they would point at are not shipped', () => {
+    // Dropped rather than shipped with their sources inlined (tsconfig.build.json says why).
+    expect(packed.files.filter((f) => f.endsWith('.map'))).toEqual([]);
+    const js = packed.files.filter((f) => f.endsWith('.js') && f.startsWith('dist/'));
+    expect(js.length).toBeGreaterThan(50);
+    const naming = js.filter((f) =>
+      readFileSync(join(app, 'node_modules/outboxkit', f), 'utf8').includes('sourceMappingURL'),
+    );
+    expect(naming).toEqual([]);
   });
 
   it(
@@ -179,6 +216,56 @@ describe(`[slow] the packed tarball, installed in a fresh app with sequelize@${L
       const relayed = run('relay', '--once', '--config', 'outbox.config.mjs', '--url', url);
       expect(relayed.status, `${relayed.stdout}\n${relayed.stderr}`).toBe(0);
       expect(`${relayed.stdout}${relayed.stderr}`).toMatch(/succeeded\W+1\b/);
+    },
+    STEP_MS,
+  );
+
+  it(
+    'without the codegen toolchain installed, each command that needs a part of it names the package and the npm install that adds it',
+    () => {
+      for (const name of ['ts-morph', 'handlebars', 'tsx', 'yaml']) {
+        expect(existsSync(join(app, 'node_modules', name)), `${name} installed`).toBe(false);
+      }
+      writeConfig('toolchain.config.mjs');
+      writeConfig('toolchain.config.ts');
+
+      const codegen = outbox('codegen', '--config', 'toolchain.config.mjs');
+      expect(codegen.status, codegen.stdout).toBe(1);
+      expect(codegen.stderr).toBe(
+        `outbox: npx outbox codegen needs ts-morph and handlebars, which are not installed: npm install --save-dev ts-morph@${major('ts-morph')} handlebars@${major('handlebars')}\n`,
+      );
+      expect(existsSync(join(app, 'src/outbox.generated.ts'))).toBe(false);
+
+      // A TypeScript config needs tsx; the same config as .mjs needs nothing (the relay
+      // test above runs one).
+      const health = outbox(
+        'health',
+        '--config',
+        'toolchain.config.ts',
+        '--url',
+        'sqlite::memory:',
+      );
+      expect(health.status, health.stdout).toBe(1);
+      expect(health.stderr).toContain(
+        `config failed to load at ${join(app, 'toolchain.config.ts')}\na TypeScript config needs tsx, which is not installed: npm install --save-dev tsx@${major('tsx')}`,
+      );
+      expect(health.stderr).toContain('or compile the config to JavaScript and pass --config');
+
+      const asyncapi = outbox('catalogue', 'asyncapi', '--config', 'toolchain.config.mjs');
+      expect(asyncapi.status, asyncapi.stdout).not.toBe(0);
+      expect(asyncapi.stderr).toContain(
+        `the AsyncAPI document's YAML form needs yaml, which is not installed: npm install --save-dev yaml@${major('yaml')}, or pass --format json`,
+      );
+      const json = outbox(
+        'catalogue',
+        'asyncapi',
+        '--config',
+        'toolchain.config.mjs',
+        '--format',
+        'json',
+      );
+      expect(json.status, json.stderr).toBe(0);
+      expect(JSON.parse(json.stdout)).toMatchObject({ asyncapi: '3.0.0' });
     },
     STEP_MS,
   );
@@ -297,36 +384,91 @@ describe(`[slow] the packed tarball, installed in a fresh app with sequelize@${L
     expect(result.status, `${result.stdout}\n${result.stderr}`).toBe(0);
   }, 120_000);
 
-  describe("what import('outboxkit') loads, in a fresh Node process", () => {
-    /**
-     * Every module a fresh process loads for `target`: ESM files through a resolve hook
-     * registered before the import (module.register), CommonJS files (also those a
-     * CommonJS package require()s internally, which no ESM hook sees) from require.cache.
-     */
-    const loaded = (target: string): string[] => {
-      const result = spawnSync(
-        process.execPath,
-        [
-          'loaded-modules.mjs',
-          target,
-          join(work, `trace-${Math.random().toString(36).slice(2)}.log`),
-        ],
-        { cwd: app, encoding: 'utf8' },
-      );
-      expect(result.status, result.stderr).toBe(0);
-      const { esm, cjs } = JSON.parse(result.stdout) as { esm: string[]; cjs: string[] };
-      return [...esm, ...cjs];
-    };
-    /** The packages (by name) that files under node_modules/ belong to. */
-    const packagesOf = (modules: string[]) =>
+  /**
+   * The .d.ts files that still import an optional peer's types, and so fail this check in
+   * an app without that peer. KNOWN, NOT YET FIXED (issue 33): each needs a structural type
+   * of its own in src/ in place of the peer's import. The list is held exactly, so a new
+   * leak fails the test, and so does a fixed one until it leaves the list.
+   */
+  const KNOWN_PEER_TYPE_IMPORTS = [
+    "dist/src/observe/opentelemetry/open-telemetry.d.ts: TS2307 Cannot find module '@opentelemetry/api' or its corresponding type declarations.",
+    "dist/src/transports/rabbitmq/rabbitmq.d.ts: TS2307 Cannot find module 'amqplib' or its corresponding type declarations.",
+    "dist/src/wakeups/listen-notify.d.ts: TS2307 Cannot find module 'pg' or its corresponding type declarations.",
+  ];
+
+  it('the .d.ts files of every entry point type-check with skipLibCheck off, with no optional peer (nor its types) installed', () => {
+    for (const name of [
+      'pg',
+      '@types/pg',
+      'ioredis',
+      'amqplib',
+      '@types/amqplib',
+      'kafkajs',
+      'prom-client',
+      '@opentelemetry/api',
+      'undici',
+      'ts-morph',
+      'tsx',
+      'handlebars',
+      'yaml',
+    ]) {
+      expect(existsSync(join(app, 'node_modules', name)), `${name} installed`).toBe(false);
+    }
+    const result = typecheckLibs(app);
+    const lines = result.stdout.split('\n');
+    // The check saw outboxkit's declarations: every entry point's, and what they import.
+    const checked = lines.filter((l) => l.includes('/node_modules/outboxkit/dist/'));
+    for (const entry of [
+      'src/index',
+      'testing/index',
+      'testing/conformance/index',
+      'src/observe/opentelemetry/index',
+    ]) {
+      expect(
+        checked.some((l) => l.endsWith(`/dist/${entry}.d.ts`)),
+        entry,
+      ).toBe(true);
+    }
+    expect(checked.length).toBeGreaterThan(50);
+    // Sequelize 6's own .d.ts files have errors of their own under TypeScript 5.9; only
+    // outboxkit's are this package's to answer for.
+    const errors = lines.flatMap((l) => {
+      const m = /^node_modules\/outboxkit\/(\S+?)\(\d+,\d+\): error (TS\d+): (.*)$/.exec(l);
+      return m ? [`${m[1]}: ${m[2]} ${m[3]}`] : [];
+    });
+    expect([...new Set(errors)].sort()).toEqual(KNOWN_PEER_TYPE_IMPORTS);
+  }, 120_000);
+
+  /**
+   * Every module a fresh process loads for `target`: ESM files through a resolve hook
+   * registered before the import (module.register), CommonJS files (also those a
+   * CommonJS package require()s internally, which no ESM hook sees) from require.cache.
+   */
+  const loaded = (target: string): string[] => {
+    const result = spawnSync(
+      process.execPath,
       [
-        ...new Set(
-          modules.flatMap((m) => {
-            const match = /node_modules\/((?:@[^/]+\/)?[^/]+)\//.exec(m.split('\\').join('/'));
-            return match ? [match[1]] : [];
-          }),
-        ),
-      ].sort();
+        'loaded-modules.mjs',
+        target,
+        join(work, `trace-${Math.random().toString(36).slice(2)}.log`),
+      ],
+      { cwd: app, encoding: 'utf8' },
+    );
+    expect(result.status, result.stderr).toBe(0);
+    const { esm, cjs } = JSON.parse(result.stdout) as { esm: string[]; cjs: string[] };
+    return [...esm, ...cjs];
+  };
+  /** The packages (by name) that files under node_modules/ belong to. */
+  const packagesOf = (modules: string[]) =>
+    [
+      ...new Set(
+        modules.flatMap((m) => {
+          const match = /node_modules\/((?:@[^/]+\/)?[^/]+)\//.exec(m.split('\\').join('/'));
+          return match ? [match[1]] : [];
+        }),
+      ),
+    ].sort();
+  describe("what import('outboxkit') loads, in a fresh Node process", () => {
     const TOOLING = [
       'ts-morph',
       '@ts-morph/common',
@@ -334,6 +476,7 @@ describe(`[slow] the packed tarball, installed in a fresh app with sequelize@${L
       'tsx',
       'esbuild',
       'handlebars',
+      'yaml',
       'commander',
       // The CLI's progress bar (cli/progress.ts loads it on first use).
       'cli-progress',
@@ -351,13 +494,50 @@ describe(`[slow] the packed tarball, installed in a fresh app with sequelize@${L
     );
 
     it(
-      '(the check sees them when they are loaded: the catalogue renderer loads handlebars, codegen ts-morph)',
+      '(the check sees them when they are loaded: the CLI loads commander, codegen ts-morph once it is installed — the last group)',
+      () => {
+        const cli = packagesOf(
+          loaded(pathToFileURL(join(app, 'node_modules/outboxkit/dist/cli/main.js')).href),
+        );
+        expect(cli).toContain('commander');
+      },
+      STEP_MS,
+    );
+  });
+
+  describe("with the codegen toolchain installed, as the app's devDependencies put it (linked from the repo)", () => {
+    const TOOLCHAIN = ['ts-morph', 'handlebars', 'tsx', 'yaml'];
+    beforeAll(() => {
+      for (const name of TOOLCHAIN) {
+        symlinkSync(join(REPO, 'node_modules', name), join(app, 'node_modules', name), 'dir');
+      }
+    });
+
+    it(
+      'codegen writes the emitters and the catalogue from a TypeScript config, and asyncapi its YAML',
+      () => {
+        writeConfig('dev.config.ts');
+        const codegen = outbox('codegen', '--config', 'dev.config.ts');
+        expect(codegen.status, `${codegen.stdout}\n${codegen.stderr}`).toBe(0);
+        for (const file of [
+          'src/outbox.generated.ts',
+          'catalogue/catalogue.json',
+          'catalogue/catalogue.md',
+        ]) {
+          expect(existsSync(join(app, file)), file).toBe(true);
+        }
+        expect(readFileSync(join(app, 'catalogue/catalogue.md'), 'utf8')).toContain('app.Ping');
+        const asyncapi = outbox('catalogue', 'asyncapi', '--config', 'dev.config.ts');
+        expect(asyncapi.status, asyncapi.stderr).toBe(0);
+        expect(asyncapi.stdout).toMatch(/^asyncapi: 3\.0\.0$/m);
+      },
+      STEP_MS,
+    );
+
+    it(
+      '(the module check sees them when they are loaded: codegen loads ts-morph)',
       () => {
         const dist = join(app, 'node_modules/outboxkit/dist');
-        const catalogue = packagesOf(
-          loaded(pathToFileURL(join(dist, 'catalogue/render-markdown.js')).href),
-        );
-        expect(catalogue).toContain('handlebars');
         const codegen = packagesOf(loaded(pathToFileURL(join(dist, 'codegen/analyze.js')).href));
         expect(codegen).toContain('ts-morph');
       },

@@ -55,7 +55,9 @@ export function run(
  * the given peers installed by npm, and the consumer scripts of test/packaging/consumer/.
  * sqlite3 is linked from the repo's own install rather than installed: it is a native
  * module, and building it again would take minutes; pg is left out on purpose (an
- * optional peer: the app without it must still work, and get an install hint).
+ * optional peer: the app without it must still work, and get an install hint), and so is
+ * every other optional peer (the codegen toolchain included). @types/node is installed, at
+ * the repo's version, as a Node app has it: Sequelize's own .d.ts files need it.
  */
 export function installConsumer(
   work: string,
@@ -78,6 +80,26 @@ export function installConsumer(
     copyFileSync(join(CONSUMER_FIXTURE, file), join(app, file));
   }
   copyFileSync(join(CONSUMER_FIXTURE, 'typed.ts.fixture'), join(app, 'typed.ts'));
+  copyFileSync(join(CONSUMER_FIXTURE, 'entry-points.ts.fixture'), join(app, 'entry-points.ts'));
+  writeFileSync(
+    join(app, 'tsconfig.libcheck.json'),
+    `${JSON.stringify(
+      {
+        compilerOptions: {
+          module: 'nodenext',
+          target: 'es2022',
+          strict: true,
+          noEmit: true,
+          // Every .d.ts file the program reaches is checked, outboxkit's included.
+          skipLibCheck: false,
+          types: ['node'],
+        },
+        files: ['entry-points.ts'],
+      },
+      null,
+      2,
+    )}\n`,
+  );
   writeFileSync(
     join(app, 'tsconfig.json'),
     `${JSON.stringify(
@@ -110,11 +132,23 @@ export function installConsumer(
       '--no-package-lock',
       tarball,
       ...specs,
+      `@types/node@${manifest.devDependencies['@types/node']}`,
     ],
     app,
   );
   symlinkSync(join(REPO, 'node_modules/sqlite3'), join(app, 'node_modules/sqlite3'), 'dir');
   return app;
+}
+
+/**
+ * Type-check the app's entry-points.ts with skipLibCheck off (tsconfig.libcheck.json), listing
+ * the files of the program.
+ */
+export function typecheckLibs(app: string): SpawnSyncReturns<string> {
+  return spawnSync(process.execPath, [TSC, '-p', 'tsconfig.libcheck.json', '--listFiles'], {
+    cwd: app,
+    encoding: 'utf8',
+  });
 }
 
 /** Type-check the app's typed.ts with the repo's TypeScript. */
