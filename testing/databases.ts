@@ -19,6 +19,7 @@ import { Sequelize } from 'sequelize';
  * body never runs when an assertion above it fails.
  */
 export interface TestDatabase {
+  /** Which kind of database this is. */
   readonly dialect: 'sqlite' | 'postgres';
   /**
    * A connection URL for this database, for the app's own Sequelize (`new Sequelize(url)`).

@@ -50,13 +50,17 @@ export interface CapturableModel {
 export interface CapturedChange {
   /** The model's label, `{app}.{ModelName}` (`shop.Order`). */
   readonly model: string;
+  /** What the write did: `inserted`, `updated` or `deleted`. */
   readonly operation: CaptureOperation;
   /** The key: its value, or an object of its fields for a composite key. */
   readonly pk: unknown;
   /** The fields the caller set, without the ORM's timestamps; null when not known and for inserts and deletes. */
   readonly changed: readonly string[] | null;
+  /** The row before the write, in its JSON form; null for an insert. */
   readonly before: Record<string, unknown> | null;
+  /** The row after the write, in its JSON form; null for a delete. */
   readonly after: Record<string, unknown> | null;
+  /** When the write happened. */
   readonly occurredAt: Date;
 }
 

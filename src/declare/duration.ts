@@ -8,10 +8,15 @@ import { z } from 'zod';
  * the reference's `timedelta`, in TypeScript. The parts add up.
  */
 export interface Duration {
+  /** Whole or fractional days; the parts add up. */
   readonly days?: number;
+  /** Hours. */
   readonly hours?: number;
+  /** Minutes. */
   readonly minutes?: number;
+  /** Seconds. */
   readonly seconds?: number;
+  /** Milliseconds. */
   readonly milliseconds?: number;
 }
 

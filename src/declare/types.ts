@@ -159,7 +159,9 @@ export type Handler<P = unknown> = (
 
 /** One event of a transport's batch, with the delivery it is for. */
 export interface DeliveryItem {
+  /** The event to send. */
   readonly event: OutboxEvent;
+  /** Its delivery's context: receiver, attempt, target, `signal`. */
   readonly context: DeliveryContext;
 }
 
@@ -222,10 +224,15 @@ export interface OutboxDelivery {
 
 /** What a receiver's `onFailure` hook is told about one failed attempt. */
 export interface DeliveryFailure {
+  /** The key of the receiver whose attempt failed. */
   readonly receiverKey: string;
+  /** The delivery row's id: what `requeueDead({ deliveryIds })` and `deliverOne` take. */
   readonly deliveryId: string;
+  /** The event's id (its UUID). */
   readonly eventId: string;
+  /** The event's name (its topic). */
   readonly eventName: string;
+  /** The fan-out target, or `''`. */
   readonly target: string;
   /** Which attempt failed, counting from one. */
   readonly attempt: number;

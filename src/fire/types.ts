@@ -41,7 +41,9 @@ export interface FireOptions {
 /** One event of `outbox.fireMany()`. */
 export interface FireMessage<N extends string = string, P = unknown>
   extends Omit<FireOptions, 'transaction'> {
+  /** The event's name, as declared in `defineOutbox({ events })`. */
   readonly name: N;
+  /** The payload, checked against the event's schema. */
   readonly payload: P;
 }
 

@@ -26,6 +26,7 @@ export interface DeadLetter {
   readonly eventName: string;
   /** When the event was recorded. */
   readonly recordedAt: Date;
+  /** The receiver the delivery was owed to. */
   readonly receiverKey: string;
   /** The fan-out target, or `''`. */
   readonly target: string;
