@@ -31,6 +31,7 @@ import { relayWakeup } from '../operation.js';
 import { type ConnectionFlags, connectionOptions, integer } from '../options.js';
 import { schemaStatus } from '../schema-status.js';
 import { openSession, type Session } from '../session.js';
+import { parseDurationMs } from './health.js';
 
 export interface RelayFlags extends ConnectionFlags {
   readonly once?: boolean;
@@ -40,6 +41,8 @@ export interface RelayFlags extends ConnectionFlags {
   readonly shutdownTimeout: number;
   /** `--lane`: the lane served (the default lane when omitted). */
   readonly lane?: string;
+  /** `--summary-interval`, in milliseconds. */
+  readonly summaryInterval?: number;
   /** `--all-lanes`: serve every lane. */
   readonly allLanes?: boolean;
   /** `--exclude-lane` (repeatable). */
@@ -116,6 +119,11 @@ export function relayCommand(command: Command): Command {
       '--metrics-host <host>',
       'the address the metrics endpoint listens on (0.0.0.0 to be scraped from other hosts)',
       '127.0.0.1',
+    )
+    .option(
+      '--summary-interval <duration>',
+      'log one line (info) this often: delivered, failed, dead since the last one, owed now (default 60s; 0s: none)',
+      parseDurationMs,
     )
     .option(
       '--allow-unsafe-concurrency',
@@ -322,6 +330,7 @@ async function runUntilStopped(
           excludeLanes: flags.excludeLane,
           topics: flags.topic,
           excludeTopics: flags.excludeTopic,
+          summaryIntervalMs: flags.summaryInterval,
         })
         .then((report): Ending => ({ kind: 'report', report })),
       abandoned,
