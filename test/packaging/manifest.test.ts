@@ -1,6 +1,9 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { CATALOGUE_TOOLCHAIN } from '../../catalogue/toolchain.js';
+import { TOOLCHAIN } from '../../codegen/toolchain.js';
+import { TSX_RANGE } from '../../src/declare/load-config.js';
 import { lowestOf, manifest, REPO } from './support/tarball.js';
 
 /**
@@ -24,6 +27,31 @@ describe('package.json', () => {
       expect(peerDependenciesMeta[name]).toEqual({ optional: true });
     for (const name of ['sequelize', 'zod', 'pg', 'sqlite3', 'pg-hstore']) {
       expect(dependencies[name], `${name} in dependencies`).toBeUndefined();
+    }
+  });
+
+  it('the runtime depends on what it runs: the CLI (commander, its progress bar) and uuid v7, nothing else', () => {
+    // Not the codegen/catalogue toolchain (optional peers below), nor any @types package:
+    // the .d.ts files must not need one (tarball.test.ts checks them with skipLibCheck off).
+    expect(Object.keys(dependencies).sort()).toEqual(['cli-progress', 'commander', 'uuid']);
+  });
+
+  it('the toolchain — ts-morph, handlebars, tsx, yaml — is optional peers, whose ranges the install hints ask for', () => {
+    const hints: Record<string, string> = { ...TOOLCHAIN, ...CATALOGUE_TOOLCHAIN, tsx: TSX_RANGE };
+    expect(Object.keys(hints).sort()).toEqual(['handlebars', 'ts-morph', 'tsx', 'yaml']);
+    for (const [name, hint] of Object.entries(hints)) {
+      expect(peerDependenciesMeta[name], name).toEqual({ optional: true });
+      expect(dependencies[name], `${name} in dependencies`).toBeUndefined();
+      // The hint (`^28`) asks for the peer range's major (`^28.0.0`).
+      expect(`^${lowestOf(peerDependencies[name]).split('.')[0]}`, name).toBe(hint);
+    }
+  });
+
+  it('builds when packed (prepack), never when installed: no prepare or install script', () => {
+    const { scripts } = manifest;
+    expect(scripts.prepack).toBe('npm run build');
+    for (const name of ['prepare', 'preinstall', 'install', 'postinstall']) {
+      expect(scripts[name], name).toBeUndefined();
     }
   });
 

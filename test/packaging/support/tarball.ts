@@ -13,6 +13,7 @@ export const manifest = JSON.parse(readFileSync(join(REPO, 'package.json'), 'utf
   name: string;
   version: string;
   bin: Record<string, string>;
+  scripts: Record<string, string>;
   dependencies: Record<string, string>;
   devDependencies: Record<string, string>;
   peerDependencies: Record<string, string>;
