@@ -23,7 +23,8 @@ export function sharedStatements(t: TableNames, d: SqlDialect): SharedStatements
   return {
     /**
      * Events in sequence order: $1 a name (NULL: any), $2 a list of sequences (NULL: any).
-     * Returns `EVENT_COLUMNS`. Reads events_name for a name; a maintenance read.
+     * Returns `EVENT_COLUMNS`. A maintenance read (assertFired's): by name it scans the
+     * events, whose index by name migration 4 dropped for the WAL it cost every event.
      */
     readEvents: `
       SELECT ${EVENT_COLUMNS('e')} FROM ${t.events} e
