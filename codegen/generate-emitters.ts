@@ -204,10 +204,7 @@ export function generateEmitters(input: EmittersInput): string {
       name: 'createEmitters',
       isExported: true,
       docs: [
-        'The typed emitters of an outbox made from this config.\n\n' +
-          '@example\n' +
-          'const emit = createEmitters(createOutbox(config, { sequelize }));\n' +
-          'await emit.orderPlaced({ orderId: order.id }, { transaction });',
+        `The typed emitters of an outbox made from this config.\n\n@example\n${emittersExample(input, fired[0])}`,
       ],
       parameters: [{ name: 'outbox', type: 'Outbox<Config>' }],
       returnType: 'Emitters',
@@ -297,4 +294,42 @@ function emittersBody(names: ReturnType<typeof eventNames>): WriterFunction {
     });
     writer.write('};');
   };
+}
+
+/**
+ * The `@example` of `createEmitters`: a module that compiles as written beside the
+ * generated file (test/codegen/compile.test.ts compiles it), made of this config's own
+ * names — its first fired event's emitter and input type, the config and outboxkit imported
+ * the way the file imports them — rather than an illustration with names it never declares.
+ */
+function emittersExample(
+  input: EmittersInput,
+  first: { emitter: string; type: string } | undefined,
+): string {
+  const own = first ? `createEmitters, type ${first.type}Input` : 'createEmitters';
+  const lines = [
+    '```ts',
+    `import { createOutbox } from ${quote(input.runtimeImport)};`,
+    "import type { Sequelize } from 'sequelize';",
+    `import config from ${quote(input.configImport)};`,
+    `import { ${own} } from './outbox.generated.js'; // this file`,
+    '',
+    ...(first
+      ? [
+          '// Once, at start-up: the outbox and its emitters.',
+          'export function emitters(sequelize: Sequelize) {',
+          '  const emit = createEmitters(createOutbox(config, { sequelize }));',
+          `  // Fire in the transaction of the business change: both commit, or neither.`,
+          `  return (payload: ${first.type}Input) =>`,
+          `    sequelize.transaction((transaction) => emit.${first.emitter}(payload, { transaction }));`,
+          '}',
+        ]
+      : [
+          '// Once, at start-up (this config declares no event fired by hand: no emitter yet).',
+          'export const emitters = (sequelize: Sequelize) =>',
+          '  createEmitters(createOutbox(config, { sequelize }));',
+        ]),
+    '```',
+  ];
+  return lines.join('\n');
 }

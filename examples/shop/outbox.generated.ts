@@ -154,8 +154,20 @@ export interface Emitters {
  * The typed emitters of an outbox made from this config.
  *
  * @example
- * const emit = createEmitters(createOutbox(config, { sequelize }));
- * await emit.orderPlaced({ orderId: order.id }, { transaction });
+ * ```ts
+ * import { createOutbox } from '../../src/index.js';
+ * import type { Sequelize } from 'sequelize';
+ * import config from '../../outbox.config.js';
+ * import { createEmitters, type PaymentCapturedInput } from './outbox.generated.js'; // this file
+ *
+ * // Once, at start-up: the outbox and its emitters.
+ * export function emitters(sequelize: Sequelize) {
+ *   const emit = createEmitters(createOutbox(config, { sequelize }));
+ *   // Fire in the transaction of the business change: both commit, or neither.
+ *   return (payload: PaymentCapturedInput) =>
+ *     sequelize.transaction((transaction) => emit.paymentCaptured(payload, { transaction }));
+ * }
+ * ```
  */
 export function createEmitters(outbox: Outbox<Config>): Emitters {
   return {

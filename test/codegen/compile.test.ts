@@ -253,3 +253,31 @@ describe('the generated capture types compile and type a receiver', () => {
     `);
   });
 });
+
+/**
+ * The `@example` of `createEmitters` as the generated file carries it: the code between its
+ * fence lines, the ` * ` of the comment taken off.
+ */
+function emittersExample(dir: string): string {
+  const text = project.getSourceFileOrThrow(join(dir, 'outbox.generated.ts')).getFullText();
+  const doc = text.slice(0, text.indexOf('export function createEmitters('));
+  const start = doc.lastIndexOf('@example');
+  const fenced = doc.slice(start).match(/```ts\n([\s\S]*?)\n \* ```/);
+  if (!fenced) throw new Error(`no fenced @example above createEmitters in ${dir}`);
+  return fenced[1]!
+    .split('\n')
+    .map((line) => line.replace(/^ \* ?/, ''))
+    .join('\n');
+}
+
+describe("the generated file's @example", () => {
+  it('compiles as written beside the file, firing through the first emitter', () => {
+    const example = emittersExample(VALID);
+    expect(example).toContain('emit.orderPlaced(payload, { transaction })');
+    expect(diagnostics(VALID, 'example.ts', example)).toEqual([]);
+  });
+
+  it('compiles for a config with no event fired by hand (captures only)', () => {
+    expect(diagnostics(CAPTURE, 'example.ts', emittersExample(CAPTURE))).toEqual([]);
+  });
+});
