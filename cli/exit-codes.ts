@@ -8,7 +8,8 @@
  * - 2: ran, and something needs a person — `relay --once` saw failures, dead letters or
  *   orphans; `migrate --check` found migrations pending; `health` is past a threshold
  *   given (`--max-owed`, `--max-oldest-age`, `--max-dead`, `--max-lapsed`);
- *   `quiet-receivers` lists a receiver quiet inside its window.
+ *   `quiet-receivers` lists a receiver quiet inside its window; `dead --fail-if-any` lists
+ *   a dead letter (a bare `dead` lists them with exit 0).
  * - 3: `relay` was stopped and `--shutdown-timeout` passed with deliveries still in
  *   flight: they were handed back (or, where that could not run, left to their leases).
  */
