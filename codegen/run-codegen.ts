@@ -80,11 +80,18 @@ export type CodegenResult =
  * locations, handler types), then generate the typed emitters and the catalogue (JSON and
  * Markdown). Never writes and never throws for a bad config: the error comes back as text.
  */
-export async function generate(options: CodegenOptions = {}): Promise<CodegenResult> {
+export async function generate(
+  options: CodegenOptions = {},
+  progress: Progress = () => {},
+): Promise<CodegenResult> {
   const cwd = resolve(options.cwd ?? process.cwd());
+  progress(`loading ${options.config ?? 'the config'}…`);
   const loaded = await loadConfig(options.config, cwd);
   if (!loaded.ok) return { ok: false, message: formatLoadError(loaded.error) };
   const { config, file: configFile } = loaded.value;
+  progress(
+    `loaded ${displayPath(cwd, configFile)}: ${config.eventList.length} event(s), ${config.receivers.length} receiver(s); analysing its types (the slow part: a TypeScript program of the config and what it imports)…`,
+  );
   const out = resolve(cwd, options.out ?? DEFAULT_OUT);
   const catalogueDir = resolve(cwd, options.catalogueDir ?? DEFAULT_CATALOGUE_DIR);
   try {
@@ -97,6 +104,7 @@ export async function generate(options: CodegenOptions = {}): Promise<CodegenRes
         message: `outbox codegen: ${analysis.mismatches.length} receiver function(s) do not fit their event:\n${analysis.mismatches.map((m) => m.message).join('\n')}`,
       };
     }
+    progress('analysed the types; generating the files…');
     const catalogue = withLocations(buildCatalogue(config), analysis.locations, {
       targets: analysis.targetsLocations,
       due: analysis.dueLocations,
@@ -169,6 +177,29 @@ export function withLocations(
 export interface CodegenOutput {
   log(text: string): void;
   error(text: string): void;
+  /**
+   * Progress lines (`outbox codegen: loading …`, `analysing its types …`, `wrote … (12.3 s)`),
+   * each with the time since the start: the type analysis takes tens of seconds on a large
+   * app, and a silent command looks hung. Pass `() => {}` for none (a `--json` or quiet
+   * caller).
+   * @defaultValue `error` (stderr) when the process's stderr is a terminal, else none
+   */
+  progress?(text: string): void;
+}
+
+/** One progress line's text, without the prefix and the elapsed time. */
+type Progress = (text: string) => void;
+
+/**
+ * The progress lines of one run: `outbox codegen: <text> (<elapsed> s)` to `output.progress`,
+ * else to stderr when it is a terminal (never into a pipe or a CI log a test reads).
+ */
+function progressOf(output: CodegenOutput, startedMs: number): Progress {
+  const sink =
+    output.progress ?? (process.stderr.isTTY ? (text: string) => output.error(text) : undefined);
+  if (!sink) return () => {};
+  return (text) =>
+    sink(`outbox codegen: ${text} (${((performance.now() - startedMs) / 1000).toFixed(1)} s)`);
 }
 
 /** Lines printed beyond this per stale file are summarised, so CI logs stay readable. */
@@ -189,7 +220,8 @@ export async function runCodegen(
   options: CodegenOptions = {},
   output: CodegenOutput = { log: console.log, error: console.error },
 ): Promise<number> {
-  const result = await generate(options);
+  const progress = progressOf(output, performance.now());
+  const result = await generate(options, progress);
   if (!result.ok) {
     output.error(result.message);
     return 1;
@@ -205,6 +237,7 @@ export async function runCodegen(
   const changed = diff && diff.breaking.length + diff.compatible.length > 0;
 
   if (!options.check) {
+    progress(`writing ${result.files.map((f) => f.display).join(', ')}…`);
     for (const f of result.files) {
       const before = existsSync(f.path) ? readFileSync(f.path, 'utf8') : undefined;
       if (before === f.text) {
@@ -217,8 +250,10 @@ export async function runCodegen(
     }
     if (diff && changed && previous)
       output.log(formatCatalogueDiffText(diff, previous.label, 'the config').trimEnd());
+    progress('done');
     return 0;
   }
+  progress('comparing with the files on disk…');
 
   const stale: string[] = [];
   for (const f of result.files) {
