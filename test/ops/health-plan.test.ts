@@ -1,10 +1,11 @@
-import { QueryTypes } from 'sequelize';
+import { QueryTypes, Sequelize } from 'sequelize';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { z } from 'zod';
 import { createOutbox, defineOutbox, event, receiver, silentLogger } from '../../src/index.js';
 import { holdingDeadLettersSql } from '../../src/ops/held-back.js';
 import { postgresDialect } from '../../src/storage/postgres/dialect.js';
 import { healthSql, lastSucceededSql } from '../../src/storage/sql/health.js';
+import { sqliteDialect } from '../../src/storage/sqlite/dialect.js';
 import { tableNames } from '../../src/storage/tables.js';
 import { postgresTestSchema, type TestDatabase } from '../../testing/databases.js';
 
@@ -107,5 +108,30 @@ describe.skipIf(!inject('pgAvailable'))('the health plans on a large table [post
     });
     expect(rows).toHaveLength(20);
     expect(Number(rows[0].held_back)).toBeGreaterThan(0);
+  });
+});
+
+describe("health's dead letters holding rows back [sqlite]", () => {
+  it('reads the dead-letter index and probes the ordering index per dead letter, never a scan of the rows behind', async () => {
+    const sequelize = new Sequelize('sqlite::memory:', { logging: false });
+    const outbox = createOutbox(config, { sequelize, wakeup: null, logger: silentLogger });
+    try {
+      await outbox.migrate();
+      const sql = holdingDeadLettersSql(tableNames('outbox_', undefined), sqliteDialect);
+      const plan = (
+        await sequelize.query<{ detail: string }>(`EXPLAIN QUERY PLAN ${sql}`, {
+          bind: [20, 1000],
+          type: QueryTypes.SELECT,
+        })
+      ).map((r) => r.detail);
+      expect(plan).toContain('SCAN x USING INDEX outbox_deliveries_dead_letters');
+      expect(
+        plan.filter((d) => d.startsWith('SEARCH h') && d.includes('outbox_deliveries_ordering')),
+      ).toHaveLength(2);
+      expect(plan.filter((d) => /^SCAN (h|e)\b/.test(d))).toEqual([]);
+    } finally {
+      await outbox.close();
+      await sequelize.close();
+    }
   });
 });
