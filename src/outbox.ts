@@ -147,6 +147,8 @@ export interface Outbox<C extends OutboxConfig = OutboxConfig> {
    * @throws {ValidationError} before anything is written: an unknown name, a payload its
    * schema refuses, a value JSON cannot hold (NaN at any depth), an empty header name, a
    * transaction of another Sequelize instance.
+   * @throws {ConfigurationError} when the outbox tables are missing ("Run `npx outbox
+   * migrate`", the driver's error as `cause`), or once the outbox is closed.
    */
   fire<N extends EventName<C>>(
     name: N,
@@ -156,7 +158,8 @@ export interface Outbox<C extends OutboxConfig = OutboxConfig> {
   /**
    * Record many events in one statement, in the order given (so the events of an ordering
    * key are delivered in that order). Returns them in that order; for an idempotency key
-   * already stored, the stored event.
+   * already stored, the stored event. Refuses as {@link Outbox.fire} does (missing tables,
+   * a closed outbox).
    */
   fireMany(
     messages: readonly TypedFireMessage<C>[],
@@ -195,7 +198,10 @@ export interface Outbox<C extends OutboxConfig = OutboxConfig> {
     name: K,
     listener: (payload: OutboxEventMap[K]) => void,
   ): () => void;
-  /** Release the wakeup and the transports' connections. Does not close Sequelize. */
+  /**
+   * Release the wakeup and the transports' connections. Does not close Sequelize. From
+   * then on `fire()` and `fireMany()` refuse (a `ConfigurationError` naming the outbox).
+   */
   close(): Promise<void>;
   /**
    * How far behind the outbox is, at `now` (default: the clock): owed, the oldest owed

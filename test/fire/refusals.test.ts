@@ -1,10 +1,13 @@
+import { DataTypes } from 'sequelize';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { z } from 'zod';
 import {
   ConfigurationError,
+  capture,
   createOutbox,
   defineOutbox,
   event,
+  installCapture,
   type Outbox,
   receiver,
   silentLogger,
@@ -50,6 +53,34 @@ describeEachDialect('fire() refuses what would go wrong silently or cryptically'
       expect(String((e.cause as Error).message)).toMatch(
         dialect.name === 'postgres' ? /relation .* does not exist/ : /no such table/,
       );
+    }
+  });
+
+  it("before migrate, a captured model's write says the same, and its row is not written", async () => {
+    const schema = db.outboxOptions.schema ? { schema: db.outboxOptions.schema } : {};
+    const Order = db.sequelize.define(
+      'RefusedOrder',
+      { status: DataTypes.STRING },
+      { tableName: 'refused_orders', ...schema },
+    );
+    await Order.sync();
+    const captured = createOutbox(
+      defineOutbox({ events: {}, capture: [capture(Order as never, { app: 'shop' })] }),
+      { ...db.outboxOptions, logger: silentLogger },
+    );
+    installCapture(captured);
+    try {
+      const error = await Order.create({ status: 'placed' }).then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      expect(error).toBeInstanceOf(ConfigurationError);
+      expect((error as Error).message).toMatch(
+        /the outbox tables are missing\. Run `npx outbox migrate`/,
+      );
+      expect(await Order.count()).toBe(0);
+    } finally {
+      await captured.close();
     }
   });
 
