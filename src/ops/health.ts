@@ -88,7 +88,8 @@ export interface HealthOptions {
 
 /**
  * Read the health at `now`: one statement over the owed rows (the partial index
- * deliveries_ready and deliveries_leased) and the dead ones, never over history (see storage/sql/health.ts).
+ * deliveries_queue, migration 4) and the dead ones, never over history (see
+ * storage/sql/health.ts).
  * @throws {ValidationError} for a `now` that is not a valid Date.
  */
 export async function outboxHealth(
