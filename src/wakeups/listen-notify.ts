@@ -7,6 +7,28 @@ import { checkMaxFailures, reconnectingSubscription } from './reconnecting-subsc
 import type { OutboxWakeup, WakeupConnection, WakeupListenContext } from './wakeup.js';
 
 /** Options of {@link listenNotifyWakeup}. */
+/**
+ * How the listener connects: node-postgres's `ClientConfig` (the common fields are named
+ * here; any other of its options is passed on as given). Typed here rather than imported
+ * from `pg`, so outboxkit's declarations type-check in an app without `@types/pg` (`pg` is
+ * an optional peer: a SQLite app never installs it).
+ */
+export interface ListenConnection {
+  readonly connectionString?: string;
+  readonly host?: string;
+  readonly port?: number;
+  readonly user?: string;
+  readonly password?: string | (() => string | Promise<string>);
+  readonly database?: string;
+  /** TLS: `true`, or node:tls connection options. */
+  readonly ssl?: boolean | Readonly<Record<string, unknown>>;
+  readonly keepAlive?: boolean;
+  readonly connectionTimeoutMillis?: number;
+  readonly application_name?: string;
+  /** Any other node-postgres client option. */
+  readonly [option: string]: unknown;
+}
+
 export interface ListenNotifyOptions {
   /**
    * The channel to NOTIFY and LISTEN on: a lower-case PostgreSQL identifier (letters,
@@ -22,7 +44,7 @@ export interface ListenNotifyOptions {
    * hold a LISTEN).
    * @defaultValue the outbox database's settings
    */
-  readonly connection?: ClientConfig;
+  readonly connection?: ListenConnection;
   /** Where reconnect failures are logged. @defaultValue the listening outbox's logger, else the console logger */
   readonly logger?: OutboxLogger;
   /**
@@ -78,7 +100,7 @@ export function listenNotifyWakeup(options: ListenNotifyOptions = {}): OutboxWak
   let logger = options.logger ?? consoleLogger;
   const maxFailures = checkMaxFailures('listenNotifyWakeup', options.maxFailures);
   /** Settled by the first `listen()` (from the options, else from its context). */
-  let connection: ClientConfig | undefined = options.connection;
+  let connection: ClientConfig | undefined = options.connection as ClientConfig | undefined;
 
   const subscription = reconnectingSubscription<PgClient>({
     what: `LISTEN on "${channel}"`,

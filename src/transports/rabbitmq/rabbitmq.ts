@@ -36,6 +36,21 @@ import {
 } from '../message.js';
 import { checkAmqpUrl, loadAmqplib, redactUrl } from './load-amqplib.js';
 
+/**
+ * The AMQP properties outboxkit gives each message (a subset of amqplib's
+ * `Options.Publish`, typed here so the declarations need no `@types/amqplib`).
+ */
+export interface MessageOptions {
+  readonly persistent: boolean;
+  readonly contentType: string;
+  readonly contentEncoding: string;
+  readonly messageId: string;
+  readonly type: string;
+  readonly timestamp: number;
+  readonly headers: Record<string, string>;
+  readonly mandatory: boolean;
+}
+
 /** Options of {@link rabbitmq}. */
 export interface RabbitmqOptions {
   /**
@@ -338,7 +353,7 @@ export function rabbitmq(options: RabbitmqOptions): OutboxDelivery {
  * The AMQP properties of an event's message. Exported for the benchmark's raw loop
  * (bench/rabbitmq.ts), so the limit it measures sends exactly these messages.
  */
-export function messageOptions(event: OutboxEvent, mandatory: boolean): Options.Publish {
+export function messageOptions(event: OutboxEvent, mandatory: boolean): MessageOptions {
   const key = getKey(event);
   let headers: Record<string, string>;
   if (isEmpty(event.headers))
