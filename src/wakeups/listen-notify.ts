@@ -6,7 +6,6 @@ import { dialectsWith, findDialect, listDialects } from '../storage/dialects.js'
 import { checkMaxFailures, reconnectingSubscription } from './reconnecting-subscription.js';
 import type { OutboxWakeup, WakeupConnection, WakeupListenContext } from './wakeup.js';
 
-/** Options of {@link listenNotifyWakeup}. */
 /**
  * How the listener connects: node-postgres's `ClientConfig` (the common fields are named
  * here; any other of its options is passed on as given). Typed here rather than imported
@@ -29,6 +28,7 @@ export interface ListenConnection {
   readonly [option: string]: unknown;
 }
 
+/** Options of {@link listenNotifyWakeup}. */
 export interface ListenNotifyOptions {
   /**
    * The channel to NOTIFY and LISTEN on: a lower-case PostgreSQL identifier (letters,
