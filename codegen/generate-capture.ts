@@ -144,6 +144,7 @@ function attributesOf(capture: ResolvedCapture): Record<string, AttributeDefinit
 export function captureParts(
   config: OutboxConfig,
   models: ReadonlyMap<string, CaptureModelImport>,
+  from?: ExampleImports,
 ): CaptureParts {
   const captures = config.captures ?? [];
   const imports: ImportDeclarationStructure[] = [];
@@ -268,9 +269,7 @@ export function captureParts(
           `Install change capture on the outbox's Sequelize for exactly the models this file was generated for (${names.join(', ')}): their hooks, and a transaction (or savepoint) around each of their writes, so every ORM write of them writes its events in its own transaction.\n\n` +
             "Takes the outbox, as `createEmitters` does, because the outbox holds its Sequelize and config: the captured rows' events must commit on that Sequelize, in the write's transaction. Idempotent: a second call adds nothing.\n\n" +
             "@throws {ConfigurationError} for a captured model not defined on the outbox's Sequelize (naming it), or a config that captures other models than this file was generated for (run `npx outbox codegen`).\n" +
-            '@example\n' +
-            'const outbox = createOutbox(config, { sequelize });\n' +
-            'installCapture(outbox);',
+            `@example\n${installExample(from)}`,
         ],
         parameters: [{ name: 'outbox', type: 'Outbox<Config>' }],
         returnType: 'void',
@@ -291,6 +290,36 @@ export function captureParts(
     runtimeValues:
       captures.length > 0 ? ['ConfigurationError', 'installCapture as installOutboxCapture'] : [],
   };
+}
+
+/** Where the generated file imports outboxkit and the config from (its @examples do too). */
+export interface ExampleImports {
+  readonly runtimeImport: string;
+  readonly configImport: string;
+}
+
+/**
+ * The `@example` of `installCapture`: a module that compiles as written beside the
+ * generated file (test/codegen/compile.test.ts compiles it), importing outboxkit and the
+ * config the way the file does; without them (the analysis's own call), the two lines.
+ */
+function installExample(from: ExampleImports | undefined): string {
+  if (!from) return 'const outbox = createOutbox(config, { sequelize });\ninstallCapture(outbox);';
+  return [
+    '```ts',
+    `import { createOutbox } from ${quote(from.runtimeImport)};`,
+    "import type { Sequelize } from 'sequelize';",
+    `import config from ${quote(from.configImport)};`,
+    "import { installCapture } from './outbox.generated.js'; // this file",
+    '',
+    '// Once, at start-up, before the first write of a captured model.',
+    'export function startCapture(sequelize: Sequelize) {',
+    '  const outbox = createOutbox(config, { sequelize });',
+    '  installCapture(outbox);',
+    '  return outbox;',
+    '}',
+    '```',
+  ].join('\n');
 }
 
 function pkText(capture: ResolvedCapture, alias: string | undefined): string {

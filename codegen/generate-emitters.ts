@@ -61,7 +61,7 @@ export function generateEmitters(input: EmittersInput): string {
     config.eventList.map((e) => e.name),
     captureStems(config),
   );
-  const capture = captureParts(config, input.captureModels ?? new Map());
+  const capture = captureParts(config, input.captureModels ?? new Map(), input);
   // A captured topic is written by the model's writes, never fired by hand: no emitter
   // (`outbox.fire` does not take its name either).
   const fired = names.filter((n) => !capture.captured(n.event));

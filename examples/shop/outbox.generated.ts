@@ -187,8 +187,19 @@ export const capturedModels = ['Order'] as const;
  *
  * @throws {ConfigurationError} for a captured model not defined on the outbox's Sequelize (naming it), or a config that captures other models than this file was generated for (run `npx outbox codegen`).
  * @example
- * const outbox = createOutbox(config, { sequelize });
- * installCapture(outbox);
+ * ```ts
+ * import { createOutbox } from '../../src/index.js';
+ * import type { Sequelize } from 'sequelize';
+ * import config from '../../outbox.config.js';
+ * import { installCapture } from './outbox.generated.js'; // this file
+ *
+ * // Once, at start-up, before the first write of a captured model.
+ * export function startCapture(sequelize: Sequelize) {
+ *   const outbox = createOutbox(config, { sequelize });
+ *   installCapture(outbox);
+ *   return outbox;
+ * }
+ * ```
  */
 export function installCapture(outbox: Outbox<Config>): void {
   const declared = outbox.config.captures.map((c) => c.model.name);

@@ -270,7 +270,25 @@ function emittersExample(dir: string): string {
     .join('\n');
 }
 
+/** The `@example` of `installCapture` as the generated file carries it (see above). */
+function installExample(dir: string): string {
+  const text = project.getSourceFileOrThrow(join(dir, 'outbox.generated.ts')).getFullText();
+  const doc = text.slice(0, text.indexOf('export function installCapture('));
+  const fenced = doc.slice(doc.lastIndexOf('@example')).match(/```ts\n([\s\S]*?)\n \* ```/);
+  if (!fenced) throw new Error(`no fenced @example above installCapture in ${dir}`);
+  return fenced[1]!
+    .split('\n')
+    .map((line) => line.replace(/^ \* ?/, ''))
+    .join('\n');
+}
+
 describe("the generated file's @example", () => {
+  it("installCapture's compiles as written beside the file", () => {
+    const example = installExample(CAPTURE);
+    expect(example).toContain('installCapture(outbox);');
+    expect(diagnostics(CAPTURE, 'install-example.ts', example)).toEqual([]);
+  });
+
   it('compiles as written beside the file, firing through the first emitter', () => {
     const example = emittersExample(VALID);
     expect(example).toContain('emit.orderPlaced(payload, { transaction })');
