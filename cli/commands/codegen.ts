@@ -52,5 +52,7 @@ export async function codegen(
   return runCodegen(options, {
     log: (line) => void io.stdout.write(`${line}\n`),
     error: (line) => void io.stderr.write(`${line}\n`),
+    // Progress on the io's own stderr when it is a terminal (never into a pipe or a CI log).
+    progress: io.stderr.isTTY ? (line) => void io.stderr.write(`${line}\n`) : () => {},
   });
 }

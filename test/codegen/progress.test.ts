@@ -2,6 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { main } from '../../cli/main.js';
 import { runCodegen } from '../../codegen/run-codegen.js';
 import { FIXTURES, SOURCE_IMPORT } from './support.js';
 
@@ -55,5 +56,40 @@ describe('codegen says what it is doing while it works', () => {
     );
     expect(code).toBe(0);
     expect(error).toEqual([]);
+  });
+
+  it('npx outbox codegen prints them on a terminal stderr, and nothing of them into a pipe', async () => {
+    const run = async (isTTY: boolean) => {
+      let stderr = '';
+      let stdout = '';
+      const sink = { write: (t: string) => void (stdout += t), isTTY: false };
+      const code = await main(
+        [
+          'node',
+          'outbox',
+          'codegen',
+          '--out',
+          join(dir, 'cli.generated.ts'),
+          '--catalogue-dir',
+          dir,
+          '--import-from',
+          SOURCE_IMPORT,
+        ],
+        {
+          stdout: sink,
+          stderr: { write: (t: string) => void (stderr += t), isTTY },
+          cwd: join(FIXTURES, 'valid'),
+          env: {},
+        },
+      );
+      return { code, stderr, stdout };
+    };
+    const terminal = await run(true);
+    expect(terminal.code).toBe(0);
+    expect(terminal.stderr).toMatch(/^outbox codegen: loading the config… \(\d+\.\d s\)$/m);
+    expect(terminal.stderr).toMatch(/^outbox codegen: done \(\d+\.\d s\)$/m);
+    const piped = await run(false);
+    expect(piped.code).toBe(0);
+    expect(piped.stderr).not.toContain('loading the config');
   });
 });
