@@ -62,7 +62,12 @@ describe('codegen says what it is doing while it works', () => {
     const run = async (isTTY: boolean) => {
       let stderr = '';
       let stdout = '';
-      const sink = { write: (t: string) => void (stdout += t), isTTY: false };
+      const sink = {
+        write: (t: string) => {
+          stdout += t;
+        },
+        isTTY: false,
+      };
       const code = await main(
         [
           'node',
@@ -77,7 +82,12 @@ describe('codegen says what it is doing while it works', () => {
         ],
         {
           stdout: sink,
-          stderr: { write: (t: string) => void (stderr += t), isTTY },
+          stderr: {
+            write: (t: string) => {
+              stderr += t;
+            },
+            isTTY,
+          },
           cwd: join(FIXTURES, 'valid'),
           env: {},
         },
