@@ -4,11 +4,11 @@ import type { Runtime } from '../runtime.js';
 import { resolveTransaction } from '../transaction/join.js';
 import { arrangeAfterCommit, freshDurableTopics, signalWhenCommitted } from './after-commit.js';
 import { runInlineReceivers } from './inline.js';
-import { outboxWrite } from './missing-tables.js';
+import { outboxWriteError } from './missing-tables.js';
 import { planDeliveries } from './plan.js';
 import { prepareEvents } from './prepare.js';
 import type { FiredEvent, FireMessage, PlannedEvent } from './types.js';
-import { firedEventsOf, insertPlanned } from './write.js';
+import { firedEventsOf, type Inserted, insertPlanned } from './write.js';
 
 export type { FiredEvent, FireMessage, FireOptions } from './types.js';
 
@@ -83,7 +83,12 @@ async function fireInTransaction(
       transaction: t,
       where: (i) => (messages.length > 1 ? `${where}[${i}]` : where),
     });
-    const inserted = await outboxWrite(rt, where, () => insertPlanned(rt, planned, t));
+    let inserted: Inserted;
+    try {
+      inserted = await insertPlanned(rt, planned, t);
+    } catch (error) {
+      throw outboxWriteError(rt, where, error);
+    }
     const topics = freshDurableTopics(planned, inserted);
     if (!answered && !planned.some(runsInProcess)) {
       if (topics.length > 0) signalWhenCommitted(rt, t, topics);

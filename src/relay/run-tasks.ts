@@ -8,7 +8,7 @@ import type { LeaseKeeper } from './lease-keeper.js';
 import { rowsOf, type Task, type TransportTask } from './plan-batch.js';
 import { reportAcknowledged } from './report.js';
 import { runHandler } from './run-handler.js';
-import { callDeliver, runTransport, verdictOf } from './run-transport.js';
+import { callDeliver, runTransport, SENT, verdictOf } from './run-transport.js';
 
 /** What running a batch's tasks came to. */
 export interface TasksRun {
@@ -150,7 +150,12 @@ export function runTasks(
             inlineAttempt = attempt;
             attempt.onExpire(expired);
             if (replaced) return false; // a limit that had run out already
-            const result = await callDeliver(task, new AttemptContext(receiver.key, row, attempt));
+            let result = SENT;
+            try {
+              await callDeliver(task, new AttemptContext(receiver.key, row, attempt));
+            } catch (error) {
+              result = { status: 'failed', error };
+            }
             // The limit ran out first: its timeout is recorded, another worker has this place.
             if (replaced) return false;
             endInline(task, attempt, result);

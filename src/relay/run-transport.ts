@@ -43,29 +43,22 @@ export function runTransport(
 }
 
 /**
- * THE call of one row's `deliver`, and what it came to: `sent` when it resolved, `failed`
- * with the error when it rejected or threw. Never rejects. Both ways a `deliver` row runs
- * make it here — inline in its worker (run-tasks.ts, no hooks) and {@link deliverRow}
- * (under `aroundDelivery` hooks) — and differ only in how the row's time limit ends an
- * attempt whose call has not returned (the worker is replaced; the hooks' promise settles).
- * Module-level callbacks: the call's own promise is the only thing made per row.
+ * THE call of one row's `deliver`, with the context its attempt shows. Both ways a `deliver`
+ * row runs make it here — inline in its worker (run-tasks.ts, no hooks: the worker awaits
+ * the call's own promise, so a row costs no promise of ours) and {@link deliverRow} (under
+ * `aroundDelivery` hooks) — and differ only in how they wait for it: the worker is replaced
+ * when the row's time limit runs out first; the hooks' promise settles. May throw at once
+ * (the caller's try takes it as the failed attempt), and may return no promise (a plain
+ * JavaScript transport object's `deliver` that went).
  */
 export function callDeliver(
   task: TransportTask,
   context: DeliveryContext,
-): PromiseLike<DeliveryResult> {
-  let sent: PromiseLike<unknown> | undefined;
-  try {
-    sent = task.receiver.delivery!.deliver!(task.items[0].event, context);
-  } catch (error) {
-    return Promise.resolve(toFailed(error));
-  }
-  // A transport object's `deliver` that returned no promise (plain JavaScript) went.
-  return typeof sent?.then === 'function' ? sent.then(toSent, toFailed) : SENT_NOW;
+): PromiseLike<unknown> | undefined {
+  return task.receiver.delivery!.deliver!(task.items[0].event, context) as
+    | PromiseLike<unknown>
+    | undefined;
 }
-
-const toSent = (): DeliveryResult => SENT;
-const toFailed = (error: unknown): DeliveryResult => ({ status: 'failed', error });
 
 /**
  * One row's `deliver` attempt (a non-batched task: its one item) as a promise: extend its
@@ -116,8 +109,17 @@ function sendRow(
     };
     // The limit: once it runs out the attempt fails as a DeliveryTimeout, whatever the
     // call does later (at once, when the hooks before it used it all up).
-    attempt.onExpire((error) => end({ status: 'failed', error }));
-    callDeliver(task, context ?? new AttemptContext(receiver.key, row, attempt)).then(end);
+    const fail = (error: unknown) => end({ status: 'failed', error });
+    attempt.onExpire(fail);
+    let sent: PromiseLike<unknown> | undefined;
+    try {
+      sent = callDeliver(task, context ?? new AttemptContext(receiver.key, row, attempt));
+    } catch (error) {
+      fail(error);
+      return;
+    }
+    if (typeof sent?.then === 'function') sent.then(() => end(SENT), fail);
+    else end(SENT);
   });
 }
 
@@ -251,7 +253,6 @@ export function verdictOf(
 
 /** The result of a call that went (one shared object: the common case builds nothing). */
 export const SENT: DeliveryResult = { status: 'sent' };
-const SENT_NOW: PromiseLike<DeliveryResult> = Promise.resolve(SENT);
 
 function messageOf(error: unknown): string | undefined {
   return error instanceof Error ? error.message : error === undefined ? undefined : String(error);
