@@ -40,13 +40,13 @@ const behind = (t: TableNames, d: SqlDialect, select: string, tail = '') => `
 export const BEHIND_COUNT_CAP = 1000;
 
 /**
- * One page of dead letters, newest first: of receiver $1 (NULL: all), strictly after the
- * cursor ($2 completed_at, $3 id; NULL: from the newest), at most $4; each with its event
+ * One page of dead letters, newest first: of receiver $1 (NULL: all), `after` the cursor
+ * ($2 completed_at, $3 id; with no cursor both NULL), at most $4; each with its event
  * (primary key), and for one with an ordering key, the first owed row waiting behind it
  * (its id and event uuid) and how many wait, counted to $5. Reads deliveries_dead_letters
  * backwards, the events by primary key, deliveries_ordering per letter.
  */
-export function deadLettersPageSql(t: TableNames, d: SqlDialect): string {
+export function deadLettersPageSql(t: TableNames, d: SqlDialect, after: boolean): string {
   const next = behind(t, d, 'h.event_id', ' ORDER BY h.event_id LIMIT 1');
   return `
     SELECT x.id, x.receiver_key, x.target, x.attempts, x.max_attempts, x.last_error,
@@ -59,23 +59,29 @@ export function deadLettersPageSql(t: TableNames, d: SqlDialect): string {
     FROM ${t.deliveries} x JOIN ${t.events} e ON e.id = x.event_id
     WHERE ${d.ddl.phase.dead('x')}
       AND (${d.param(1, 'text')} IS NULL OR x.receiver_key = ${d.param(1, 'text')})
-      AND (${d.param(2, 'timestamp')} IS NULL OR x.completed_at < ${d.param(2, 'timestamp')}
-           OR (x.completed_at = ${d.param(2, 'timestamp')} AND x.id < ${d.param(3, 'bigint')}))
+      AND ${
+        after
+          ? `x.completed_at <= ${d.param(2, 'timestamp')}
+      AND (x.completed_at < ${d.param(2, 'timestamp')} OR x.id < ${d.param(3, 'bigint')})`
+          : `${d.param(2, 'timestamp')} IS NULL AND ${d.param(3, 'bigint')} IS NULL`
+      }
     ORDER BY x.completed_at DESC, x.id DESC
     LIMIT ${d.param(4, 'integer')}`;
 }
 
 /**
- * One page of events, newest first: before sequence $1 (NULL: from the newest), at most
- * $2. Reads the events' primary key backwards.
+ * One page of events, newest first: `before` sequence $1 (without, $1 is NULL and the page
+ * starts at the newest), at most $2. Reads the events' primary key backwards. One text per
+ * shape, so SQLite (which plans before it binds) seeks to the cursor instead of stepping
+ * over every newer event.
  */
-export function recentEventsSql(t: TableNames, d: SqlDialect): string {
+export function recentEventsSql(t: TableNames, d: SqlDialect, before: boolean): string {
   return `
     SELECT e.id AS event_sequence, e.uuid AS event_uuid, e.name AS event_name,
            e.ordering_key AS event_ordering_key, e.recorded_at AS event_recorded_at,
            e.actor AS event_actor
     FROM ${t.events} e
-    WHERE (${d.param(1, 'bigint')} IS NULL OR e.id < ${d.param(1, 'bigint')})
+    WHERE ${before ? `e.id < ${d.param(1, 'bigint')}` : `${d.param(1, 'bigint')} IS NULL`}
     ORDER BY e.id DESC
     LIMIT ${d.param(2, 'integer')}`;
 }
@@ -242,7 +248,7 @@ export async function readDeadLettersPage(
 ): Promise<Page<ConsoleDeadLetter>> {
   const d = rt.dialect.sql;
   const cursor = deadCursor(options.after);
-  const rows = await select(rt, deadLettersPageSql(rt.tables, d), [
+  const rows = await select(rt, deadLettersPageSql(rt.tables, d, cursor !== undefined), [
     options.receiverKey ?? null,
     d.value(cursor?.at ?? null, 'timestamp'),
     d.value(cursor?.id ?? null, 'bigint'),
@@ -284,7 +290,7 @@ export async function readRecentEvents(
   options: { before?: string; limit: number },
 ): Promise<Page<ConsoleEventLine>> {
   const before = options.before && /^[1-9]\d{0,18}$/.test(options.before) ? options.before : null;
-  const rows = await select(rt, recentEventsSql(rt.tables, rt.dialect.sql), [
+  const rows = await select(rt, recentEventsSql(rt.tables, rt.dialect.sql, before !== null), [
     rt.dialect.sql.value(before, 'bigint'),
     options.limit + 1,
   ]);
