@@ -34,6 +34,7 @@ export function backlogChart(samples: readonly BacklogSample[], now: number): Sa
     ${minutes.map((m) => html`<text x="${x(now - m * 60_000)}" y="${HEIGHT - 6}" text-anchor="middle" font-size="10">${m === 0 ? 'now' : `-${m}m`}</text>`)}
     ${samples.length > 0 ? html`<polyline class="owed" fill="none" stroke="#1f6feb" stroke-width="2" points="${line((s) => s.owed)}" />` : ''}
     ${samples.length > 0 ? html`<polyline class="dead" fill="none" stroke="#cf222e" stroke-width="2" points="${line((s) => s.dead)}" />` : ''}
+    ${samples.length <= 240 ? samples.map((s) => html`<circle cx="${x(s.at)}" cy="${y(s.owed)}" r="2.5" fill="#1f6feb" /><circle cx="${x(s.at)}" cy="${y(s.dead)}" r="2.5" fill="#cf222e" />`) : ''}
   </svg>
   <figcaption><span class="key owed">owed</span> <span class="key dead">dead</span> over the last hour, sampled by this console: ${label}</figcaption>
 </figure>`;

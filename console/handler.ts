@@ -487,6 +487,7 @@ export function createConsoleHandler(outbox: Outbox, options: ConsoleOptions = {
           view,
           'Something went wrong',
           error instanceof Error ? error.message : String(error),
+          true,
         ),
       );
     }

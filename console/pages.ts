@@ -277,7 +277,7 @@ ${deliveries.map(
 ${d.dueAt ? html`<li>due ${time(d.dueAt)}</li>` : ''}<li>available ${time(d.availableAt)}</li>
 ${d.claimedBy ? html`<li>claimed by <span class="mono">${d.claimedBy}</span> ${time(d.claimedAt)}${d.leaseUntil ? html`, lease until ${time(d.leaseUntil)}` : ''}</li>` : ''}
 ${d.succeededAt ? html`<li>succeeded ${time(d.succeededAt)}</li>` : ''}
-${d.completedAt ? html`<li>${d.status} ${time(d.completedAt)}</li>` : ''}</ul></td><td class="error-cell">${d.lastError === null ? '' : errorBlock(d.lastError)}</td><td>${d.status === 'dead' ? actionForm(view, '/actions/requeue', 'requeue…', { id: d.id }) : ''}${d.status === 'pending' || d.status === 'failed' ? actionForm(view, '/actions/cancel', 'cancel…', { event: event.id, receiver: d.receiverKey, id: d.id }, { danger: true }) : ''}</td></tr>`,
+${d.completedAt && d.status !== 'succeeded' ? html`<li>${d.status} ${time(d.completedAt)}</li>` : ''}</ul></td><td class="error-cell">${d.lastError === null ? '' : errorBlock(d.lastError)}</td><td>${d.status === 'dead' ? actionForm(view, '/actions/requeue', 'requeue…', { id: d.id }) : ''}${d.status === 'pending' || d.status === 'failed' ? actionForm(view, '/actions/cancel', 'cancel…', { event: event.id, receiver: d.receiverKey, id: d.id }, { danger: true }) : ''}</td></tr>`,
 )}</tbody></table>`
 }`;
   return page(view, `${event.name} ${event.id}`, body);
@@ -322,11 +322,11 @@ ${catalogue.wildcardReceivers.length > 0 ? html`<h2>Wildcard receivers</h2><ul>$
   return page(view, 'Catalogue', body);
 }
 
-/** A page that says what went wrong, escaped. */
-export function messagePage(view: View, heading: string, message: string): string {
+/** A page that says what went wrong, escaped (`redact`: an error's text, secrets redacted). */
+export function messagePage(view: View, heading: string, message: string, redact = false): string {
   return page(
     view,
     heading,
-    html`<p class="message">${redactSecrets(message)}</p><p><a href="${href(view, '/')}">back to the health page</a></p>`,
+    html`<p class="message">${redact ? redactSecrets(message) : message}</p><p><a href="${href(view, '/')}">back to the health page</a></p>`,
   );
 }

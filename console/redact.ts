@@ -8,9 +8,12 @@
 
 /** `scheme://user:password@host` → `scheme://***@host`. */
 const URL_CREDENTIALS = /\b([a-z][a-z0-9+.-]*:\/\/)[^\s/@:]+(?::[^\s/@]*)?@/gi;
-/** `?token=…`, `&password=…`, `api_key: …`, `secret=…` → the value replaced. */
+/**
+ * `?token=…`, `&password=…`, `secret=…`, `"api_key": "…"` → the value replaced (a bare
+ * `token: …` is prose as often as a credential, and is left).
+ */
 const SECRET_PARAMS =
-  /\b(password|passwd|pwd|secret|token|api[-_]?key|access[-_]?key|signature|sig|authorization)(["']?\s*[=:]\s*["']?)(?:Bearer\s+|Basic\s+)?[^\s&"',;}]+/gi;
+  /\b(password|passwd|pwd|secret|token|api[-_]?key|access[-_]?key|signature|sig|authorization)(\s*=\s*|["']\s*:\s*["']?)(?:Bearer\s+|Basic\s+)?[^\s&"',;}]+/gi;
 
 /** `text` with URL credentials and secret-looking parameters replaced by `***`. */
 export function redactSecrets(text: string): string {
