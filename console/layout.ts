@@ -173,6 +173,7 @@ export function page(
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <meta name="referrer" content="no-referrer">
 <title>${heading} · ${view.title}</title>
+<link rel="icon" href="data:,">
 <link rel="stylesheet" href="${href(view, '/assets/console.css')}">
 <script src="${href(view, '/assets/console.js')}" defer></script>
 </head>

@@ -69,6 +69,7 @@ describe.skipIf(!haveChromium)(`the console in a browser [${dialect.name}]`, () 
   let stuck: FiredEvent[];
   let scripted: FiredEvent;
   let behind: FiredEvent;
+  const browserErrors: string[] = [];
 
   beforeAll(async () => {
     db = await dialect.open();
@@ -115,7 +116,12 @@ describe.skipIf(!haveChromium)(`the console in a browser [${dialect.name}]`, () 
     // The relay keeps running from here: what the console requeues, it delivers.
     relayDone = outbox.runRelay({ signal: relay.signal, pollIntervalMs: 50 });
     served = await serveConsole(outbox, { token: TOKEN, title: 'shop outbox', refreshSeconds: 0 });
-    readOnly = await serveConsole(outbox, { token: TOKEN, readOnly: true, title: 'shop outbox' });
+    readOnly = await serveConsole(outbox, {
+      token: TOKEN,
+      readOnly: true,
+      title: 'shop outbox',
+      refreshSeconds: 1,
+    });
     // Another origin (another port) with a form that posts to the console on load.
     evil = createServer((_req, res) => {
       res.writeHead(200, { 'content-type': 'text/html' });
@@ -126,6 +132,10 @@ describe.skipIf(!haveChromium)(`the console in a browser [${dialect.name}]`, () 
     await new Promise<void>((r) => evil.listen(0, '127.0.0.1', r));
     context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
     page = await context.newPage();
+    // Whatever the browser refuses (a CSP violation above all) is logged as a console error.
+    context.on('console', (message) => {
+      if (message.type() === 'error') browserErrors.push(message.text());
+    });
     page.on('dialog', (dialog) => {
       throw new Error(`a dialog opened: ${dialog.message()}`);
     });
@@ -261,8 +271,24 @@ describe.skipIf(!haveChromium)(`the console in a browser [${dialect.name}]`, () 
       expect(await ro.locator('table.dead-letters tbody tr').count()).toBe(2);
       expect(await ro.locator('form[action*="/actions/"]').count()).toBe(0);
       expect(await ro.locator('button', { hasText: 'requeue' }).count()).toBe(0);
+      // The health page refreshes itself (its one script, under the CSP): a new order shows
+      // up as owed without a reload.
+      await ro.goto(`${readOnly.url}/`);
+      const before = Number(await ro.textContent('[data-testid=owed]'));
+      await outbox.fireMany([
+        { name: 'shop.OrderPlaced', payload: { n: 6 }, orderingKey: 'order-2' },
+      ]);
+      // (Polled from here: the page's CSP refuses the string a waitForFunction evaluates.)
+      await waitFor(
+        async () => Number(await ro.textContent('[data-testid=owed]')) > before,
+        'the health page to refresh itself',
+      );
     } finally {
       await ro.close();
     }
+  });
+
+  it('no page broke its Content-Security-Policy, and none logged an error', () => {
+    expect(browserErrors.filter((e) => !/status of 40[13]/.test(e))).toEqual([]);
   });
 });
