@@ -27,6 +27,7 @@ import { openSession } from '../session.js';
 /** The default `--port`. */
 export const DEFAULT_CONSOLE_PORT = 4580;
 
+/** The flags of `outbox console`, as commander hands them over. */
 export interface ConsoleFlags extends ConnectionFlags {
   readonly port: number;
   readonly host: string;

@@ -462,4 +462,17 @@ describeEachDialect('the console handler', (dialect) => {
     expect(links.length).toBeGreaterThan(10);
     expect(links.filter((l) => !l.startsWith('/ops/outbox/') && l !== 'data:,')).toEqual([]);
   });
+
+  it('mounted by Express (req.url stripped, req.originalUrl whole), the links follow the mount without basePath', async () => {
+    await deadOrders(1);
+    served = await serveConsole(outbox, {}, '/admin/outbox', { express: true });
+    const client = new Client(served.url);
+    const page = await client.get('/dead?receiver=mail.send');
+    expect(page.status).toBe(200);
+    expect(page.text).toContain('href="/admin/outbox/assets/console.css"');
+    expect(page.text).toContain('smtp is down');
+    const home = await client.get('');
+    expect(home.status).toBe(200);
+    expect(home.text).toContain('href="/admin/outbox/dead"');
+  });
 });

@@ -48,17 +48,26 @@ export interface ServedConsole {
   close(): Promise<void>;
 }
 
-/** Serve `createConsoleHandler(outbox, options)` (under `mount`, when given). */
+/**
+ * Serve `createConsoleHandler(outbox, options)` (under `mount`, when given). `express`: strip
+ * the mount from `req.url` and keep the whole URL in `req.originalUrl`, as Express's
+ * `app.use(mount, handler)` does.
+ */
 export async function serveConsole(
   outbox: Outbox,
   options: ConsoleOptions = {},
   mount = '',
+  { express = false } = {},
 ): Promise<ServedConsole> {
   const handler = createConsoleHandler(outbox, { sampleIntervalMs: 0, ...options });
   const server = createServer((req, res) => {
     if (mount && !(req.url ?? '/').startsWith(mount)) {
       res.writeHead(404).end('not the console');
       return;
+    }
+    if (express) {
+      Object.assign(req, { originalUrl: req.url });
+      req.url = (req.url ?? '/').slice(mount.length) || '/';
     }
     void handler(req, res);
   });
