@@ -19,6 +19,8 @@ export const CONSOLE_JS = `(() => {
     busy = true;
     try {
       const res = await fetch(location.href, { credentials: 'same-origin', headers: { accept: 'text/html' } });
+      // Signed out meanwhile (the sign-in page answered): show it, rather than swap it in.
+      if (res.redirected) return location.reload();
       if (!res.ok) return;
       const doc = new DOMParser().parseFromString(await res.text(), 'text/html');
       const fresh = doc.querySelector('main');

@@ -146,6 +146,9 @@ interface Access {
 /** The largest form body read, in bytes. */
 const MAX_BODY = 64 * 1024;
 
+/** A form body over {@link MAX_BODY}: answered 413, nothing done. */
+class FormTooLarge extends Error {}
+
 /**
  * The operations console for `outbox` (see the module comment): health, dead letters,
  * events, quiet receivers and the catalogue, and — to a grant that may act — requeue,
@@ -468,6 +471,14 @@ export function createConsoleHandler(outbox: Outbox, options: ConsoleOptions = {
       }
       return send(404, messagePage(view, 'Not found', `nothing is served at ${path}`));
     } catch (error) {
+      if (error instanceof FormTooLarge) {
+        res.setHeader('connection', 'close');
+        return send(
+          413,
+          'the form is larger than 64 KiB; nothing was done\n',
+          'text/plain; charset=utf-8',
+        );
+      }
       rt.logger.error('console: a page failed', { path, error });
       const view: View = {
         base,
@@ -537,8 +548,7 @@ async function formOf(req: IncomingMessage): Promise<URLSearchParams> {
   let size = 0;
   for await (const chunk of req) {
     size += (chunk as Buffer).length;
-    if (size > MAX_BODY)
-      throw new ConfigurationError('the form is larger than 64 KiB', { path: 'body' });
+    if (size > MAX_BODY) throw new FormTooLarge();
     chunks.push(chunk as Buffer);
   }
   return new URLSearchParams(Buffer.concat(chunks).toString('utf8'));

@@ -170,6 +170,7 @@ ${
 </form>`
     : ''
 }
+${receiver && rows.length > 0 ? actionForm(view, '/actions/requeue', `requeue every dead letter of ${receiver}…`, { receiver }) : ''}
 ${
   rows.length === 0
     ? html`<p class="ok">No dead letters${receiver ? html` of <span class="mono">${receiver}</span>` : ''}.</p>`

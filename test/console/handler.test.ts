@@ -250,12 +250,23 @@ describeEachDialect('the console handler', (dialect) => {
     expect((await rowOf('mail.send', order.sequence))?.status).toBe('dead');
   });
 
-  it('requeues all of a receiver, and by topic', async () => {
+  it('requeues all of a receiver, and by topic (a form over 64 KiB is refused, 413)', async () => {
     await deadOrders(3);
     served = await serveConsole(outbox, { token: TOKEN });
     const client = new Client(served.url);
     await client.signIn(TOKEN);
     const csrf = csrfIn((await client.get('/')).text);
+    expect((await client.get('/dead?receiver=mail.send')).text).toContain(
+      'requeue every dead letter of mail.send…',
+    );
+    const tooLarge = await client.post('/actions/requeue', {
+      receiver: 'mail.send',
+      confirm: 'yes',
+      csrf,
+      padding: 'x'.repeat(70_000),
+    });
+    expect(tooLarge.status).toBe(413);
+    expect(await outbox.countDeliveries()).toMatchObject({ dead: 3 });
     const confirm = await client.post('/actions/requeue', { receiver: 'mail.send', csrf });
     expect(confirm.text).toMatch(/data-testid="count">3</);
     await client.post('/actions/requeue', {
