@@ -5,6 +5,7 @@
  *   npm run bench                              # everything (about 3 minutes)
  *   npm run bench -- --only drain,latency      # some of: environment, explain, drain, latency, write
  *   npm run bench -- --only prune,claim-prune  # the prune figures (not in the default run)
+ *   npm run bench -- --only console            # the console's pages on 1,000,000 events (not in the default run)
  *   npm run bench -- --only claim-prune --claim-prune-explain 100000 --claim-prune-autovacuum 60
  *                                              # with the claim's buffers sampled, autovacuum emulated (issue 9)
  *   npm run bench -- --events 20000            # a smaller backlog for the drains
@@ -22,6 +23,7 @@ import { buildChildren } from './build.js';
 import { benchClaimPrune } from './claim-prune.js';
 import { emit, isReceiverKind, note, openSequelize, wholeNumberOption } from './common.js';
 import { compareMain } from './compare.js';
+import { benchConsole } from './console.js';
 import { benchDrain, type DrainKind } from './drain.js';
 import { benchExplain } from './explain.js';
 import { benchLatency, type LatencySystem } from './latency.js';
@@ -68,6 +70,7 @@ const OPTIONS = {
   'claim-prune-explain': { type: 'string', default: '0' },
   'claim-prune-storage': { type: 'string', default: '' },
   'claim-prune-autovacuum': { type: 'string', default: '0' },
+  'console-events': { type: 'string', default: '1000000' },
 } as const;
 
 /** A whole number ≥ 1 given for `--name`. */
@@ -174,6 +177,9 @@ async function main(): Promise<void> {
       deliveriesStorage: values['claim-prune-storage'],
       autovacuumNaptime: Number(values['claim-prune-autovacuum']),
     });
+  }
+  if (only.has('console')) {
+    await benchConsole({ events: positiveInt('console-events', values['console-events']) });
   }
   if (only.has('write')) {
     const iterations = positiveInt('iterations', values.iterations);

@@ -12,6 +12,7 @@ import { OutboxError } from '../src/errors/outbox-error.js';
 import { type CancelFlags, cancel, cancelCommand } from './commands/cancel.js';
 import { catalogue, catalogueCommand } from './commands/catalogue.js';
 import { codegen, codegenCommand } from './commands/codegen.js';
+import { type ConsoleFlags, consoleCommand, consoleServe } from './commands/console.js';
 import { type DeadFlags, dead, deadCommand } from './commands/dead.js';
 import { demo, demoCommand } from './commands/demo.js';
 import { type HealthFlags, health, healthCommand } from './commands/health.js';
@@ -135,6 +136,10 @@ async function parseAndRun(argv: readonly string[], io: CliIo): Promise<number> 
       code = await refusing(o.logFormat, io, (out) => quietReceivers(o, out, io));
     },
   );
+  // The operations console in the browser (issue 32).
+  consoleCommand(program.command('console')).action(async (o: ConsoleFlags) => {
+    code = await refusing(o.logFormat, io, (out) => consoleServe(o, out, io));
+  });
   demoCommand(program.command('demo')).action(async (o: { keep?: boolean }) => {
     code = await demo(o, io);
   });

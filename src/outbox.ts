@@ -351,6 +351,7 @@ export function createOutbox<C extends OutboxConfig>(
     sequelize,
     dialect: entry,
     store,
+    tables,
     wakeup,
     logger,
     events,

@@ -7,6 +7,7 @@ import type { OutboxLogger } from './observe/logger.js';
 import type { LaneClaim } from './relay/lanes.js';
 import type { DialectEntry } from './storage/dialect-entry.js';
 import type { OutboxStore } from './storage/store.js';
+import type { TableNames } from './storage/tables.js';
 import type { OutboxWakeup } from './wakeups/wakeup.js';
 
 /** A timer the {@link Scheduler} started; pass it back to cancel it. */
@@ -126,6 +127,11 @@ export interface Runtime {
    */
   readonly dialect: DialectEntry;
   readonly store: OutboxStore;
+  /**
+   * The outbox's table names (prefix and schema applied): what a read outside the store's
+   * roles needs — the console's pages, the holding dead letters (src/ops/held-back.ts).
+   */
+  readonly tables: TableNames;
   readonly wakeup: OutboxWakeup | undefined;
   readonly logger: OutboxLogger;
   readonly events: SafeEmitter;

@@ -22,6 +22,7 @@
  * commits (src/ops/wake-relays.ts), naming its events' topics, so a relay idle on a long
  * poll delivers the requeued rows at once.
  */
+import type { Transaction } from 'sequelize';
 import { topicPatternProblem } from '../declare/define-outbox.js';
 import { ValidationError } from '../errors/outbox-error.js';
 import type { Runtime } from '../runtime.js';
@@ -52,6 +53,13 @@ export interface RequeueDeadOptions {
   readonly dryRun?: boolean;
   /** Told after each chunk (its own transaction) commits. */
   readonly onBatch?: (batch: RequeueBatch) => void;
+  /**
+   * The transaction to join: every chunk then runs in it, so the requeue commits with
+   * whatever else the caller writes there (the console's audit row) or not at all, and
+   * `onBatch` is told each chunk as it is written rather than committed. Without it, the one
+   * Sequelize's CLS carries; with neither, each chunk its own short transaction.
+   */
+  readonly transaction?: Transaction | null;
 }
 
 /** One chunk of {@link Outbox.requeueDead}, as `onBatch` is told it. */
@@ -81,7 +89,7 @@ export async function requeueDead(rt: Runtime, options: RequeueDeadOptions = {})
   for (;;) {
     const want = limit === undefined ? chunk : Math.min(chunk, limit - requeued);
     if (want <= 0) break;
-    const step = await inOperationTransaction(rt, null, async (transaction) => {
+    const step = await inOperationTransaction(rt, options.transaction, async (transaction) => {
       const ids = await rt.store.deadDeliveryIds(filter, want, transaction);
       if (ids.length === 0) return { found: 0, requeued: 0 };
       const events = await rt.store.lockEvents({ deliveryIds: ids }, transaction);

@@ -21,6 +21,7 @@ const MODULES: Record<string, string> = {
   'outboxkit/testing': 'testing/index.ts',
   'outboxkit/testing/conformance': 'testing/conformance/index.ts',
   'outboxkit/opentelemetry': 'src/observe/opentelemetry/index.ts',
+  'outboxkit/console': 'console/index.ts',
   // the user's outbox.config.ts and what `npx outbox codegen` writes from it
   './outbox.config.js': 'outbox.config.ts',
   './outbox.generated.js': 'examples/shop/outbox.generated.ts',

@@ -93,6 +93,23 @@ describeEachDialect('requeueDead and deadLetters', (dialect) => {
     expect(library.ran).toEqual(['library.loans 1']);
   });
 
+  it("with a transaction, every chunk runs in it: it commits with the caller's writes, or not at all", async () => {
+    // Chunks of one row: three chunks, all in the caller's transaction.
+    library = libraryConfig({ batchSize: 1 });
+    outbox = await openOutbox(db, library.config, { clock: clock.now });
+    await threeDead();
+    const rolledBack = db.sequelize.transaction(async (transaction) => {
+      expect(await outbox.requeueDead({ transaction })).toBe(3);
+      throw new Error('the audit row could not be written');
+    });
+    await expect(rolledBack).rejects.toThrow('the audit row could not be written');
+    expect(await outbox.countDeliveries()).toMatchObject({ dead: 3, pending: 0 });
+    await db.sequelize.transaction(async (transaction) => {
+      expect(await outbox.requeueDead({ receiverKey: 'shop.ledger', transaction })).toBe(1);
+    });
+    expect(await outbox.countDeliveries()).toMatchObject({ dead: 2, pending: 1 });
+  });
+
   it('a requeued row is owed from the requeue', async () => {
     let calls = 0;
     const config = defineOutbox({

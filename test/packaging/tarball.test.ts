@@ -422,6 +422,7 @@ describe(`[slow] the packed tarball, installed in a fresh app with sequelize@${L
       'testing/index',
       'testing/conformance/index',
       'src/observe/opentelemetry/index',
+      'console/index',
     ]) {
       expect(
         checked.some((l) => l.endsWith(`/dist/${entry}.d.ts`)),
@@ -487,6 +488,16 @@ describe(`[slow] the packed tarball, installed in a fresh app with sequelize@${L
         const packages = packagesOf(loaded('outboxkit'));
         expect(packages).toContain('outboxkit');
         expect(packages).toContain('sequelize');
+        expect(packages.filter((p) => TOOLING.includes(p))).toEqual([]);
+      },
+      STEP_MS,
+    );
+
+    it(
+      'outboxkit/console loads none of them either: it renders without handlebars',
+      () => {
+        const packages = packagesOf(loaded('outboxkit/console'));
+        expect(packages).toContain('outboxkit');
         expect(packages.filter((p) => TOOLING.includes(p))).toEqual([]);
       },
       STEP_MS,
