@@ -167,15 +167,27 @@ export function redisStreams(options: RedisStreamsOptions): OutboxDelivery {
   const byScript = async (
     redis: RedisStreamsClient,
     entries: readonly { stream: string; event: OutboxEvent }[],
-  ): Promise<unknown> => {
-    const { numKeys, args } = xaddScriptArgs(entries);
-    try {
+  ): Promise<unknown[] | undefined> => {
+    const run = async (chunk: readonly { stream: string; event: OutboxEvent }[]) => {
+      const { numKeys, args } = xaddScriptArgs(chunk);
       try {
         return await redis.evalsha!(script.sha, numKeys, ...args);
       } catch (error) {
         if (!isNoScript(error)) throw error;
         return await redis.eval!(script.text, numKeys, ...args);
       }
+    };
+    try {
+      if (entries.length <= SCRIPT_ENTRIES) return (await run(entries)) as unknown[];
+      // A batch larger than a script run takes (its arguments are spread into one call):
+      // several runs, written one after the other on the connection, so in order.
+      const chunks: (typeof entries)[] = [];
+      for (let i = 0; i < entries.length; i += SCRIPT_ENTRIES)
+        chunks.push(entries.slice(i, i + SCRIPT_ENTRIES));
+      const replies = await Promise.all(chunks.map(run));
+      return replies.flatMap((reply, c) =>
+        Array.isArray(reply) ? reply : new Array(chunks[c].length).fill(reply),
+      );
     } catch (error) {
       if (!isScriptingRefused(error)) throw error;
       scripted = false;
@@ -277,6 +289,12 @@ export function redisStreams(options: RedisStreamsOptions): OutboxDelivery {
 }
 
 const SENT: DeliveryResult = Object.freeze({ status: 'sent' });
+
+/**
+ * The most entries one script run carries (six arguments each, spread into one call): a
+ * larger batch goes as several runs, in order, still in one round trip's worth of writes.
+ */
+const SCRIPT_ENTRIES = 2_000;
 
 function isStreamName(name: unknown): name is string {
   return typeof name === 'string' && name.length > 0;
