@@ -161,7 +161,7 @@ async function main(): Promise<void> {
   }
   if (only.has('redis-streams')) {
     const relays = values.relays.split(',').map((r) => positiveInt('relays', r));
-    await benchRedisStreams({ events, batchSize, relays });
+    await benchRedisStreams({ events, batchSize, relays, rounds: 3 });
   }
   if (only.has('claim-prune')) {
     const pruner = values['claim-prune-pruner'].split(',').map((p) => {

@@ -295,6 +295,53 @@ describe.skipIf(!inject('pgAvailable'))('a handler transaction on PostgreSQL [po
     expect(statements[0]).toMatch(/UPDATE\s+\S*deliveries/);
   });
 
+  it('groups the acknowledgements of handlers that wrote nothing and end together: one statement for those that waited, each row its own verdict', async () => {
+    const t = token('w');
+    await f.outbox.fireMany(
+      Array.from({ length: 6 }, (_, n) => ({ name: 'a.Happened' as const, payload: { n } })),
+    );
+    const rows = await f.store.claim({ token: t, now: at(1), leaseUntil: at(61), limit: 6 });
+    expect(rows).toHaveLength(6);
+    // Another worker took the fourth row over (its lease had lapsed, say).
+    const other = token('other');
+    await f.db.sequelize.query(
+      `UPDATE ${f.work.replace(/work$/, 'deliveries')} SET claimed_by = 'other', claimed_at = $1 WHERE id = $2`,
+      { bind: [other.claimedAt, rows[3].id] },
+    );
+    let verdicts: string[] = [];
+    const statements = await capturingStatements(db.sequelize, async () => {
+      verdicts = await Promise.all(
+        rows.map((r, i) =>
+          f.store.handleAndAcknowledge(async () => {}, { id: r.id, token: t, at: () => at(2 + i) }),
+        ),
+      );
+    });
+    expect(verdicts).toEqual([
+      'acknowledged',
+      'acknowledged',
+      'acknowledged',
+      'lost',
+      'acknowledged',
+      'acknowledged',
+    ]);
+    // The first alone, at once; the five that ended while it was in flight, together.
+    expect(statements).toHaveLength(2);
+    for (const text of statements) expect(text).toMatch(/UPDATE\s+\S*deliveries[\s\S]*RETURNING/);
+    const after = await f.store.readDeliveries({});
+    expect(after.map((r) => r.status)).toEqual([
+      'succeeded',
+      'succeeded',
+      'succeeded',
+      'claimed',
+      'succeeded',
+      'succeeded',
+    ]);
+    // A group's rows are recorded at the latest of their times; the first went alone.
+    expect(after[0].succeededAt?.toISOString()).toBe(at(2).toISOString());
+    expect(after[5].succeededAt?.toISOString()).toBe(at(7).toISOString());
+    expect(after[1].succeededAt?.toISOString()).toBe(at(7).toISOString());
+  });
+
   it('sends BEGIN with the first statement and the acknowledgement with COMMIT', async () => {
     const t = token('w');
     const id = await f.claimOne(t);

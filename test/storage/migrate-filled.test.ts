@@ -152,7 +152,7 @@ describeEachDialect('migration 4 on a filled outbox', (dialect) => {
       `SELECT version FROM ${t.migrations} ORDER BY version`,
       { type: QueryTypes.SELECT },
     );
-    expect(versions.map((v) => Number(v.version))).toEqual([1, 2, 3, 4]);
+    expect(versions.map((v) => Number(v.version))).toEqual([1, 2, 3, 4, 5]);
     if (dialect.name === 'postgres') {
       // The phase of every row already there, computed by the migration's rewrite.
       const phases = await db.sequelize.query<{ phase: string | null; n: number }>(

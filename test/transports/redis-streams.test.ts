@@ -9,6 +9,7 @@ import {
   type OutboxDelivery,
   parseRedisStreamEntry,
   REDIS_STREAM_FIELDS,
+  type RedisStreamsClient,
   receiver,
   redisStreamFields,
   redisStreams,
@@ -24,7 +25,13 @@ import type { TestDatabase } from '../../testing/databases.js';
 import { drainOutbox } from '../../testing/index.js';
 import { openOutbox, rowsOf } from '../relay/support.js';
 import { describeEachDialect } from '../support/dialects.js';
-import { type RedisProxy, redisProxy, testRedis, uniqueRedisName } from '../support/redis.js';
+import {
+  REDIS_URL,
+  type RedisProxy,
+  redisProxy,
+  testRedis,
+  uniqueRedisName,
+} from '../support/redis.js';
 
 /** A stream's entries, read back the way a consumer reads them. */
 async function readStream(redis: Redis, stream: string) {
@@ -201,6 +208,171 @@ describe('redisStreams: sending', () => {
       events[2].id,
     ]);
     await reader.del(stream);
+  });
+});
+
+describe('redisStreams: one script run per batch, the pipeline where scripts are not to be had', () => {
+  const never = new AbortController().signal;
+  const keyed = (stream: string) =>
+    [
+      conformanceEvent({ orderingKey: 'k-1', payload: { n: 1 } }),
+      conformanceEvent({ payload: { n: 2 } }),
+      conformanceEvent({ orderingKey: 'k-1', payload: { n: 3 } }),
+    ].map((event) => ({ event, stream }));
+
+  /** A client of `reader`'s connection that says which of its commands the transport used. */
+  function counted(options: { scripts: boolean; cluster?: boolean }) {
+    const used = { evalsha: 0, eval: 0, pipeline: 0 };
+    const client: RedisStreamsClient = {
+      pipeline: () => {
+        used.pipeline += 1;
+        return reader.pipeline();
+      },
+      ...(options.scripts
+        ? {
+            evalsha: (sha: string, n: number, ...args: (string | number)[]) => {
+              used.evalsha += 1;
+              return reader.evalsha(sha, n, ...args);
+            },
+            eval: (text: string, n: number, ...args: (string | number)[]) => {
+              used.eval += 1;
+              return reader.eval(text, n, ...args);
+            },
+          }
+        : {}),
+      ...(options.cluster ? { isCluster: true } : {}),
+    };
+    return { client, used };
+  }
+
+  it('a batch is one EVALSHA (EVAL the first time Redis lacks the script); entries read back as the pipeline writes them', async () => {
+    const streams = [uniqueRedisName('obk-script'), uniqueRedisName('obk-pipe')];
+    // A trim of its own makes a script text Redis has never seen: the first send finds it
+    // missing and sends the text.
+    const maxLength = 1_000_000 + Math.floor(Math.random() * 1_000_000);
+    const viaScript = counted({ scripts: true });
+    const viaPipeline = counted({ scripts: false });
+    const byScript = redisStreams({ client: viaScript.client, stream: streams[0], maxLength });
+    const byPipeline = redisStreams({ client: viaPipeline.client, stream: streams[1], maxLength });
+    try {
+      const batch = keyed('');
+      for (const transport of [byScript, byPipeline]) {
+        for (let round = 0; round < 2; round++) {
+          const results = await transport.deliverBatch!(
+            conformanceItems(
+              batch.map((b) => b.event),
+              never,
+            ),
+            { signal: never },
+          );
+          expect(results).toEqual(batch.map(() => ({ status: 'sent' })));
+        }
+      }
+      expect(viaScript.used).toEqual({ evalsha: 2, eval: 1, pipeline: 0 });
+      expect(viaPipeline.used).toEqual({ evalsha: 0, eval: 0, pipeline: 2 });
+      const strip = (m: { entryId: string }) => ({ ...m, entryId: undefined });
+      const [scripted, piped] = await Promise.all(streams.map((s) => readStream(reader, s)));
+      expect(scripted.map(strip)).toEqual(piped.map(strip));
+      expect(scripted.map((m) => [m.orderingKey, (m.payload as { n: number }).n])).toEqual([
+        ['k-1', 1],
+        [null, 2],
+        ['k-1', 3],
+        ['k-1', 1],
+        [null, 2],
+        ['k-1', 3],
+      ]);
+      // The raw fields too: the script writes the same field list, ordering_key left out.
+      const raw = (await reader.xrange(streams[0], '-', '+'))[1][1];
+      expect(raw).toEqual(redisStreamFields(batch[1].event));
+    } finally {
+      await reader.del(...streams);
+    }
+  });
+
+  it('a batch larger than one script run takes goes as several runs, in order', async () => {
+    const stream = uniqueRedisName('obk-large');
+    const viaScript = counted({ scripts: true });
+    const transport = redisStreams({ client: viaScript.client, stream });
+    try {
+      const events = Array.from({ length: 4_500 }, (_, n) =>
+        conformanceEvent({ orderingKey: `k-${n % 7}`, payload: { n } }),
+      );
+      const results = await transport.deliverBatch!(conformanceItems(events, never), {
+        signal: never,
+      });
+      expect(results?.every((r) => r.status === 'sent')).toBe(true);
+      expect(viaScript.used.evalsha).toBe(3);
+      expect((await readStream(reader, stream)).map((m) => m.eventId)).toEqual(
+        events.map((e) => e.id),
+      );
+    } finally {
+      await reader.del(stream);
+    }
+  });
+
+  it("a cluster client sends by pipeline (a script's keys would have to share a slot)", async () => {
+    const stream = uniqueRedisName('obk-cluster');
+    const viaCluster = counted({ scripts: true, cluster: true });
+    const transport = redisStreams({ client: viaCluster.client, stream });
+    try {
+      const events = keyed(stream).map((b) => b.event);
+      expect(
+        await transport.deliverBatch!(conformanceItems(events, never), { signal: never }),
+      ).toEqual(events.map(() => ({ status: 'sent' })));
+      expect(viaCluster.used).toEqual({ evalsha: 0, eval: 0, pipeline: 1 });
+      expect((await readStream(reader, stream)).map((m) => m.eventId)).toEqual(
+        events.map((e) => e.id),
+      );
+    } finally {
+      await reader.del(stream);
+    }
+  });
+
+  it('a user Redis refuses scripts to (ACL) is sent to by pipeline, from that batch on', async () => {
+    const user = uniqueRedisName('obk-noscript').replace(':', '-');
+    const stream = uniqueRedisName('obk-acl');
+    await reader.acl('SETUSER', user, 'on', 'nopass', '~*', '&*', '+@all', '-evalsha', '-eval');
+    const url = new URL(REDIS_URL);
+    url.username = user;
+    const transport = redisStreams({ url: url.toString(), stream });
+    try {
+      for (let round = 0; round < 2; round++) {
+        const events = keyed(stream).map((b) => b.event);
+        expect(
+          await transport.deliverBatch!(conformanceItems(events, never), { signal: never }),
+        ).toEqual(events.map(() => ({ status: 'sent' })));
+      }
+      expect(await reader.xlen(stream)).toBe(6);
+    } finally {
+      await transport.close!();
+      await reader.acl('DELUSER', user);
+      await reader.del(stream);
+    }
+  });
+
+  it('in one script run, an entry Redis refuses fails alone, and the others keep their order', async () => {
+    const stream = uniqueRedisName('obk-mixed');
+    const notAStream = `${stream}:string`;
+    await reader.set(notAStream, 'a string, not a stream');
+    const events = Array.from({ length: 5 }, (_, n) =>
+      conformanceEvent({ orderingKey: `k-${n % 2}`, payload: { n } }),
+    );
+    const transport = redisStreams({
+      client: reader,
+      stream: (e) => ((e.payload as { n: number }).n === 2 ? notAStream : stream),
+    });
+    try {
+      const results = await transport.deliverBatch!(conformanceItems(events, never), {
+        signal: never,
+      });
+      expect(results?.map((r) => r.status)).toEqual(['sent', 'sent', 'failed', 'sent', 'sent']);
+      expect(String((results?.[2] as { error?: unknown } | undefined)?.error)).toMatch(/WRONGTYPE/);
+      expect((await readStream(reader, stream)).map((m) => m.eventId)).toEqual(
+        [0, 1, 3, 4].map((n) => events[n].id),
+      );
+    } finally {
+      await reader.del(stream, notAStream);
+    }
   });
 });
 

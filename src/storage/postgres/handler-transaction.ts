@@ -16,8 +16,8 @@
  *   acknowledgement and `COMMIT` go as one simple-protocol message; the acknowledgement
  *   raises an error when its compare-and-set matched nothing (the claim was lost), so
  *   PostgreSQL skips the COMMIT, and the work is rolled back with the transaction. After a
- *   handler that wrote nothing, the acknowledgement runs alone as a prepared statement and
- *   commits on its own: there is no work to commit with it.
+ *   handler that wrote nothing, the acknowledgement commits on its own: there is no work to
+ *   commit with it, so those of handlers ending together go as one statement (ack-groups.ts).
  *
  * What Sequelize's `transaction()` gives, this keeps: `afterCommit` hooks run after a
  * COMMIT that succeeded (and not after one that failed, unlike Sequelize's, see
@@ -56,6 +56,12 @@ export interface LeanAcknowledgement {
    * raising {@link LOST_CLAIM_MARK} when it matched no row; sent with `COMMIT`.
    */
   literal(client: PgClient, at: Date): string;
+  /**
+   * The acknowledgement of a handler that took no connection, sent with those of other
+   * such handlers of the same claim that end while one is in flight (ack-groups.ts);
+   * resolves true when the row was acknowledged. Without it, {@link prepared} alone.
+   */
+  grouped?(at: Date): Promise<boolean>;
   /** The completion time, read once the work is done. */
   at(): Date;
   /** Told of an `afterCommit` hook that threw: the commit stands, the hook is reported. */
@@ -141,11 +147,16 @@ export async function runLeanTransaction(
     // on the connection the work took, or on one taken now.
     let acknowledged: boolean;
     try {
-      const { client, begin } = taken ?? (await held.take());
-      begin.restore();
-      const statement = ack.prepared(at);
-      logStatement(sequelize, tx.id, statement.text);
-      acknowledged = (await runStatement(client, statement)).rowCount === 1;
+      if (taken === undefined && ack.grouped) {
+        // No connection taken: grouped with the other handlers' that wrote nothing.
+        acknowledged = await ack.grouped(at);
+      } else {
+        const { client, begin } = taken ?? (await held.take());
+        begin.restore();
+        const statement = ack.prepared(at);
+        logStatement(sequelize, tx.id, statement.text);
+        acknowledged = (await runStatement(client, statement)).rowCount === 1;
+      }
     } catch (error) {
       await end('rollback', true);
       throw error;

@@ -30,6 +30,7 @@ export interface PostgresStatements {
   readonly insertEventsJsonKeyless: string;
   readonly insertOneKeyless: string;
   readonly acknowledge: string;
+  readonly acknowledgeMany: string;
   readonly claim: string;
   readonly record: string;
   readonly recordSucceeded: string;
@@ -328,6 +329,18 @@ export function postgresStatements(
     claim: postgresClaim(t),
     /** The shared acknowledgement (see sql/statements.ts), run as a prepared statement. */
     acknowledge: sharedStatements(t, d).acknowledge,
+    /**
+     * The acknowledgements of handlers that wrote nothing, grouped (ack-groups.ts): $1
+     * worker, $2 claimed at (the compare-and-set), $3 the ids, $4 when. Returns the id of
+     * each row it acknowledged; a row missing lost its claim.
+     */
+    acknowledgeMany: `${acknowledgeSql(t, {
+      worker: '$1',
+      claimedAt: '$2',
+      ids: d.inList('id', 3, 'bigint'),
+      at: '$4',
+    })}
+      RETURNING id::text AS id`,
     /**
      * Record many outcomes in one statement: $1..$7 parallel arrays (OUTCOME_COLUMNS: id,
      * status, attempts, available_at, due_at, last_error, completed_at), the shared SET

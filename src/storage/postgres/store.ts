@@ -19,6 +19,7 @@ import type {
   WrittenEvent,
 } from '../store.js';
 import type { TableNames } from '../tables.js';
+import { AcknowledgementGroups } from './ack-groups.js';
 import { POSTGRES_CAPABILITIES } from './capabilities.js';
 import { postgresDialect } from './dialect.js';
 import { lockEventsSql } from './event-locks.js';
@@ -72,6 +73,16 @@ export class PostgresStore extends SqlStore {
   readonly #insertOneKeylessName: string;
   /** The names the relay's other hot statements are prepared under. */
   readonly #ackName: string;
+  readonly #ackManyName: string;
+  /** Handlers' acknowledgements that commit on their own, grouped (ack-groups.ts). */
+  readonly #acks = new AcknowledgementGroups(async (ids, token, at) => {
+    const { rows } = await this.#pooled(this.#ackManyName, this.#sql.acknowledgeMany, [
+      ...this.tokenBind(token),
+      bigintArrayLiteral(ids),
+      at,
+    ]);
+    return new Set((rows as { id: string }[]).map((r) => r.id));
+  });
   readonly #recordName: string;
   readonly #recordSucceededName: string;
   readonly #recordMixedName: string;
@@ -95,6 +106,7 @@ export class PostgresStore extends SqlStore {
     this.#insertJsonKeylessName = preparedName('insert_json', this.#sql.insertEventsJsonKeyless);
     this.#insertOneKeylessName = preparedName('insert_one', this.#sql.insertOneKeyless);
     this.#ackName = preparedName('ack', this.#sql.acknowledge);
+    this.#ackManyName = preparedName('ack_many', this.#sql.acknowledgeMany);
     this.#claims = new ClaimStatements(
       { name: preparedName('claim', this.#sql.claim), text: this.#sql.claim },
       // A filtered claim (a lane, topics, an eager attempt): its shape's own statement,
@@ -333,6 +345,7 @@ export class PostgresStore extends SqlStore {
     const lean: LeanAcknowledgement = {
       at: ack.at,
       afterCommitFailed: ack.afterCommitFailed,
+      grouped: (at) => this.#acks.acknowledge(id, ack.token, at),
       prepared: (at) =>
         this.#statement(this.#ackName, this.#sql.acknowledge, [
           ...this.tokenBind(ack.token),

@@ -122,6 +122,12 @@ export interface DdlDialect {
    * rebuilding the table (SQLite's `sqlite_autoindex_…`).
    */
   dropColumnUnique(table: string, column: string): string | undefined;
+  /**
+   * Set where {@link dropColumnUnique} cannot drop a column's UNIQUE (SQLite): migration 5
+   * then rebuilds the table without it (schema.ts, `renderRebuild`), keeping its rows, its
+   * AUTOINCREMENT counter and its indexes. Absent elsewhere, where migration 5 is nothing.
+   */
+  readonly rebuildsToDropColumnUnique?: true;
 }
 
 /**

@@ -62,6 +62,15 @@ export interface Migration {
   readonly dropColumnUniques?: readonly { readonly table: TableKey; readonly column: string }[];
   /** Heap fill factors, where the dialect has them: `percent` % of each new page filled. */
   readonly fillfactors?: readonly { readonly table: TableKey; readonly percent: number }[];
+  /**
+   * Column-level UNIQUE constraints an earlier migration dropped where it could, removed
+   * here by rebuilding the table where only that removes them (`rebuildsToDropColumnUnique`,
+   * SQLite); nothing on any other dialect. See {@link renderRebuild}.
+   */
+  readonly rebuildWithoutColumnUniques?: readonly {
+    readonly table: TableKey;
+    readonly column: string;
+  }[];
 }
 
 /** What rendering needs of the dialect beyond its column types. */
@@ -354,6 +363,17 @@ export const MIGRATIONS: readonly Migration[] = [
     dropColumnUniques: [{ table: 'events', column: 'idempotency_key' }],
     fillfactors: [{ table: 'deliveries', percent: 40 }],
   },
+  {
+    // SQLite only (issue 28): the events table rebuilt without the column UNIQUE on
+    // idempotency_key that migration 4 could not drop there, so a keyless event stops
+    // writing a NULL into sqlite_autoindex_…_2 beside events_idempotency's entries of the
+    // keyed ones. Its rows, ids, AUTOINCREMENT counter and indexes are kept (renderRebuild).
+    // Nothing on PostgreSQL, whose migration 4 dropped the constraint itself.
+    version: 5,
+    tables: [],
+    indexes: [],
+    rebuildWithoutColumnUniques: [{ table: 'events', column: 'idempotency_key' }],
+  },
 ];
 
 /** The tables a migration creates on this dialect. */
@@ -407,5 +427,68 @@ export function renderMigration(m: Migration, t: TableNames, o: SchemaOptions): 
     ...(m.dropIndexes ?? []).map((name) => renderDropIndex(name, t)),
     ...(m.dropColumnUniques ?? []).map((u) => o.ddl.dropColumnUnique(t[u.table], u.column)),
     ...(m.fillfactors ?? []).map((f) => o.ddl.fillfactor(t[f.table], f.percent)),
+    ...(o.ddl.rebuildsToDropColumnUnique
+      ? (m.rebuildWithoutColumnUniques ?? []).flatMap((u) => renderRebuild(u, m.version, t, o))
+      : []),
   ].filter(defined);
+}
+
+/** The unescaped name of each table, after the prefix. */
+const TABLE_NAMES: Record<TableKey, string> = {
+  events: 'events',
+  deliveries: 'deliveries',
+  lastSuccess: 'receiver_last_success',
+  migrations: 'migrations',
+  relayLock: 'relay_lock',
+};
+
+/**
+ * SQLite's way to drop a column's UNIQUE (its `ALTER TABLE` has no such form): create the
+ * table again without it under a name of its own, copy every row with its id, carry the
+ * AUTOINCREMENT counter over (so an id a pruned event had is never given again), drop the
+ * old table, rename the new one into its place, and build again the indexes the earlier
+ * migrations left on it (dropping the table dropped them). All in the migration's one
+ * transaction: a failure leaves the old table as it was. No other table references the
+ * events by a foreign key. Run again (a printed script applied twice), it rebuilds the
+ * table again, to the same rows.
+ */
+function renderRebuild(
+  u: { readonly table: TableKey; readonly column: string },
+  version: number,
+  t: TableNames,
+  o: SchemaOptions,
+): string[] {
+  const created = MIGRATIONS.flatMap((m) => m.tables).find((s) => s.table === u.table);
+  if (!created) throw new Error(`migration ${version}: no migration creates ${u.table}`);
+  const spec: TableSpec = {
+    ...created,
+    columns: created.columns.map((c) => (c.name === u.column ? { ...c, unique: undefined } : c)),
+  };
+  const name = `${t.prefix}${TABLE_NAMES[u.table]}`;
+  const rebuilt = `${name}_rebuild`;
+  const qualify = (n: string) =>
+    t.schema ? `${quoteIdent(t.schema)}.${quoteIdent(n)}` : quoteIdent(n);
+  const columns = spec.columns.map((c) => c.name).join(', ');
+  const seq = (n: string) => `'${n.replace(/'/g, "''")}'`;
+  return [
+    `DROP TABLE IF EXISTS ${qualify(rebuilt)}`,
+    renderTable(spec, { ...t, [u.table]: qualify(rebuilt) }, o.ddl),
+    `INSERT INTO ${qualify(rebuilt)} (${columns}) SELECT ${columns} FROM ${t[u.table]} ORDER BY id`,
+    `DELETE FROM sqlite_sequence WHERE name = ${seq(rebuilt)}`,
+    `INSERT INTO sqlite_sequence (name, seq) SELECT ${seq(rebuilt)}, seq FROM sqlite_sequence WHERE name = ${seq(name)}`,
+    `DROP TABLE ${t[u.table]}`,
+    `ALTER TABLE ${qualify(rebuilt)} RENAME TO ${quoteIdent(name)}`,
+    ...liveIndexes(u.table, version).map((spec) => renderIndex(spec, t, o.ddl)),
+  ];
+}
+
+/** The indexes on `table` that the migrations before `version` built and did not drop. */
+function liveIndexes(table: TableKey, version: number): IndexSpec[] {
+  const live = new Map<string, IndexSpec>();
+  for (const m of MIGRATIONS) {
+    if (m.version >= version) break;
+    for (const spec of m.indexes) if (spec.table === table) live.set(spec.name, spec);
+    for (const name of m.dropIndexes ?? []) live.delete(name);
+  }
+  return [...live.values()];
 }

@@ -37,8 +37,10 @@ const ddl: DdlDialect = {
   phase: PHASE_OF_STATUS_SQL,
   phaseColumn: () => [],
   fillfactor: () => undefined,
-  // A column's UNIQUE is an `sqlite_autoindex_…`, which only a rebuild of the table drops.
+  // A column's UNIQUE is an `sqlite_autoindex_…`, which only a rebuild of the table drops
+  // (migration 5).
   dropColumnUnique: () => undefined,
+  rebuildsToDropColumnUnique: true,
 };
 
 /** A value as SQLite stores it. */
