@@ -101,10 +101,18 @@ describeEachDialect('relay: observing the relay', (dialect) => {
     const outbox = await openOutbox(db, config(), { tablePrefix, clock: testClock().now });
     const fired = await outbox.fire('crm.Signup', { user: 'ann' });
     const ids: Record<string, string> = {};
-    outbox.on('relay:delivered', (e) => void (ids.delivered = e.eventId));
-    outbox.on('relay:failed', (e) => void (ids.failed = e.eventId));
-    outbox.on('relay:deadLettered', (e) => void (ids.deadLettered = e.eventId));
-    outbox.on('relay:orphaned', (e) => void (ids.orphaned = e.eventId));
+    outbox.on('relay:delivered', (e) => {
+      ids.delivered = e.eventId;
+    });
+    outbox.on('relay:failed', (e) => {
+      ids.failed = e.eventId;
+    });
+    outbox.on('relay:deadLettered', (e) => {
+      ids.deadLettered = e.eventId;
+    });
+    outbox.on('relay:orphaned', (e) => {
+      ids.orphaned = e.eventId;
+    });
     await outbox.runRelay({ passes: 1, sleep: shortSleep() });
     expect(ids).toEqual({
       delivered: fired.id,
