@@ -151,6 +151,7 @@ export type { RequeueDeadOptions } from './ops/requeue.js';
 export type { CreateOutboxOptions, Outbox, TypedFireMessage } from './outbox.js';
 export { createOutbox } from './outbox.js';
 export { backoffSeconds } from './relay/backoff.js';
+export type { ClaimBatchOptions, ClaimedBatch } from './relay/claim-for-worker.js';
 export type { DeliverPendingOptions } from './relay/deliver-pending.js';
 export type { RelayReport, RunRelayOptions } from './relay/run-relay.js';
 export type { Scheduler, TimerHandle } from './runtime.js';

@@ -31,6 +31,11 @@ import {
 } from './ops/quiet-receivers.js';
 import { type ReplayEventsOptions, type ReplayResult, replayEvents } from './ops/replay.js';
 import { type RequeueDeadOptions, requeueDead } from './ops/requeue.js';
+import {
+  type ClaimBatchOptions,
+  type ClaimedBatch,
+  claimForWorker,
+} from './relay/claim-for-worker.js';
 import { newProcessId } from './relay/claim-token.js';
 import { deliverOne } from './relay/deliver-one.js';
 import { type DeliverPendingOptions, deliverPending } from './relay/deliver-pending.js';
@@ -175,6 +180,14 @@ export interface Outbox<C extends OutboxConfig = OutboxConfig> {
    * refused). Returns the status recorded, or `null` when it recorded none.
    */
   deliverOne(deliveryId: string): Promise<DeliveryStatus | null>;
+  /**
+   * Take up to `limit` owed deliveries for a worker of the app's own, through the relay's
+   * own claim (the reference's `claim_batch`): leased, so a worker that dies leaves them to
+   * be claimed again once the lease lapses; chosen by `available_at` and the event's order,
+   * never by a high-water mark. Returns the claim (`claimedBy`, `claimedAt` as ISO text)
+   * and the ids, all JSON. See {@link ClaimBatchOptions} for what it refuses.
+   */
+  claimBatch(options: ClaimBatchOptions): Promise<ClaimedBatch>;
   /** Count delivery rows by status: a quick look at the backlog. */
   countDeliveries(): Promise<Record<DeliveryStatus, number>>;
   /**
@@ -400,6 +413,7 @@ export function createOutbox<C extends OutboxConfig>(
     runRelay: (relayOptions) => runRelay(runtime, relayOptions),
     deliverPending: (pendingOptions) => deliverPending(runtime, pendingOptions),
     deliverOne: (deliveryId) => deliverOne(runtime, deliveryId),
+    claimBatch: (claimOptions) => claimForWorker(runtime, claimOptions),
     countDeliveries: () => store.countDeliveries(),
     catalogue: () => buildCatalogue(config),
     whatListensTo: (event) => whatListensTo(config, event),
