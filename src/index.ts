@@ -81,7 +81,7 @@ export {
   RetryAfter,
   ValidationError,
 } from './errors/index.js';
-export type { FiredEvent, FireMessage, FireOptions } from './fire/fire.js';
+export type { FiredEvent, FireManyOptions, FireMessage, FireOptions } from './fire/fire.js';
 export type {
   FromWebhookOptions,
   HandleOptions,

@@ -1,4 +1,4 @@
-import type { Sequelize, Transaction } from 'sequelize';
+import type { Sequelize } from 'sequelize';
 import type { z } from 'zod';
 import { warnWhenCaptureUninstalled } from './capture/uninstalled.js';
 import {
@@ -10,7 +10,13 @@ import type { EventDefinition } from './declare/event.js';
 import type { TopicPattern } from './declare/receiver.js';
 import type { AnyEvent, DeliveryStatus } from './declare/types.js';
 import { ConfigurationError } from './errors/outbox-error.js';
-import { type FiredEvent, type FireMessage, type FireOptions, fireEvents } from './fire/fire.js';
+import {
+  type FiredEvent,
+  type FireManyOptions,
+  type FireMessage,
+  type FireOptions,
+  fireEvents,
+} from './fire/fire.js';
 import { buildCatalogue, type Catalogue, listensFor, whatListensTo } from './introspect/index.js';
 import { type AroundDelivery, type FireHeaders, hookList } from './observe/around-delivery.js';
 import { type OutboxEventMap, SafeEmitter } from './observe/events.js';
@@ -52,6 +58,7 @@ import { dialectOf, dialectsWith, listDialects, wakeupRefusal } from './storage/
 import type { OutboxStore } from './storage/store.js';
 import { tableNames } from './storage/tables.js';
 import { inProcessWakeup } from './wakeups/in-process.js';
+import { NotifyCoalescer } from './wakeups/notify-coalescing.js';
 import type { OutboxWakeup } from './wakeups/wakeup.js';
 
 /** Options of {@link createOutbox}: where the outbox lives and how it talks. */
@@ -168,7 +175,7 @@ export interface Outbox<C extends OutboxConfig = OutboxConfig> {
    */
   fireMany(
     messages: readonly TypedFireMessage<C>[],
-    options?: { transaction?: Transaction | null },
+    options?: FireManyOptions,
   ): Promise<FiredEvent[]>;
   /** Run a relay until `options.signal` aborts (or `passes` are spent). See {@link RunRelayOptions}. */
   runRelay(options?: RunRelayOptions): Promise<RelayReport>;
@@ -359,17 +366,34 @@ export function createOutbox<C extends OutboxConfig>(
   }
   const events = new SafeEmitter(logger);
   const clock = options.clock;
+  const nowMs = clock ? () => clock().getTime() : Date.now;
+  const scheduler = options.scheduler ?? realScheduler;
+  const coalesceMs = wakeup?.capabilities?.notifyInWrite?.coalesceMs ?? 0;
+  const notifyCoalescer =
+    notify && coalesceMs > 0
+      ? new NotifyCoalescer({
+          intervalMs: coalesceMs,
+          nowMs,
+          scheduler,
+          logger,
+          send: (topics) =>
+            sequelize.transaction(
+              (t) => store.notifyInTransaction?.(topics, t) ?? Promise.resolve(),
+            ),
+        })
+      : undefined;
   const runtime: Runtime = {
     config,
     sequelize,
     dialect: entry,
     store,
     wakeup,
+    notifyCoalescer,
     logger,
     events,
     clock: clock ?? (() => new Date()),
-    nowMs: clock ? () => clock().getTime() : Date.now,
-    scheduler: options.scheduler ?? realScheduler,
+    nowMs,
+    scheduler,
     jitter: options.jitter ?? Math.random,
     processId: newProcessId(),
     state: newRuntimeState(),
@@ -398,6 +422,7 @@ export function createOutbox<C extends OutboxConfig>(
         [{ ...fireOptions, name, payload }],
         fireOptions.transaction,
         'fire()',
+        fireOptions.wakeup !== false,
       );
       return fired as FiredEvent<never>;
     },
@@ -408,6 +433,7 @@ export function createOutbox<C extends OutboxConfig>(
         messages as readonly FireMessage[],
         fireOptions.transaction,
         'fireMany()',
+        fireOptions.wakeup !== false,
       );
     },
     runRelay: (relayOptions) => runRelay(runtime, relayOptions),
@@ -430,6 +456,8 @@ export function createOutbox<C extends OutboxConfig>(
       closed = true;
       unwatchCapture();
       const closing: Promise<unknown>[] = [];
+      // The trailing NOTIFY of coalesced writes goes out now rather than with its timer.
+      await notifyCoalescer?.close();
       if (wakeup) closing.push(wakeup.close());
       const deliveries = new Set(config.receivers.map((r) => r.delivery).filter((d) => d?.close));
       for (const d of deliveries) closing.push(d!.close!());

@@ -7,6 +7,7 @@ import type { OutboxLogger } from './observe/logger.js';
 import type { LaneClaim } from './relay/lanes.js';
 import type { DialectEntry } from './storage/dialect-entry.js';
 import type { OutboxStore } from './storage/store.js';
+import type { NotifyCoalescer } from './wakeups/notify-coalescing.js';
 import type { OutboxWakeup } from './wakeups/wakeup.js';
 
 /** A timer the {@link Scheduler} started; pass it back to cancel it. */
@@ -127,6 +128,11 @@ export interface Runtime {
   readonly dialect: DialectEntry;
   readonly store: OutboxStore;
   readonly wakeup: OutboxWakeup | undefined;
+  /**
+   * The NOTIFY throttle of a `notifyInWrite` wakeup given `notifyCoalesceMs`
+   * (wakeups/notify-coalescing.ts); undefined otherwise, and then every write notifies.
+   */
+  readonly notifyCoalescer?: NotifyCoalescer;
   readonly logger: OutboxLogger;
   readonly events: SafeEmitter;
   /** The real clock: when rows are recorded and attempts run. */
