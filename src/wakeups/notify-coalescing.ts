@@ -20,7 +20,7 @@
  * so a test moves time instead of waiting for an interval.
  */
 import type { OutboxLogger } from '../observe/logger.js';
-import type { Scheduler, TimerHandle } from '../runtime.js';
+import type { NotifyGate, Scheduler, TimerHandle } from '../runtime.js';
 
 /** What a {@link NotifyCoalescer} needs of its outbox. */
 export interface NotifyCoalescerOptions {
@@ -36,7 +36,7 @@ export interface NotifyCoalescerOptions {
 }
 
 /** One outbox's NOTIFY throttle: see the module's comment. */
-export class NotifyCoalescer {
+export class NotifyCoalescer implements NotifyGate {
   /** When the last NOTIFY was admitted into a write or sent as a trailer. */
   #lastMs = Number.NEGATIVE_INFINITY;
   /** The topics of committed writes that carried no NOTIFY, for the trailer. */
