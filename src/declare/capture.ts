@@ -548,5 +548,7 @@ export function captureEvents(resolved: ResolvedCapture): ResolvedEvent[] {
     retention: undefined,
     description: `A ${resolved.label} row ${operation} (change capture)`,
     upgrade: undefined,
+    // The envelope is built in its JSON form already (attribute by attribute).
+    codec: 'json' as const,
   }));
 }

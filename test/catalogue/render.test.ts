@@ -40,7 +40,7 @@ describe('rendering the catalogue', () => {
 
       ## \`shop.OrderCancelled\` (v1)
 
-      Retention: kept 2 days.
+      Retention: kept 2 days. Payload codec: \`json\`.
 
       ### Payload
 
@@ -59,7 +59,7 @@ describe('rendering the catalogue', () => {
 
       A customer placed an order.
 
-      Retention: the outbox default (\`settings.retentionDays\`).
+      Retention: the outbox default (\`settings.retentionDays\`). Payload codec: \`json\`.
 
       ### Payload
 
