@@ -5,7 +5,8 @@
  */
 
 export { installCapture } from './capture/index.js';
-export { decodeEvent, decodeJson, encodeJson } from './codec/index.js';
+export type { PayloadCodec } from './codec/index.js';
+export { CODEC_HEADER, decodeEvent, decodeJson, encodeJson } from './codec/index.js';
 export type {
   CapturableModel,
   CaptureDefinition,
@@ -15,6 +16,8 @@ export type {
   CaptureOptions,
   CapturePayload,
   ChangeExtension,
+  ChangeSink,
+  ChangeSinkContext,
   JsonForm,
   ResolvedCapture,
 } from './declare/capture.js';
@@ -45,6 +48,7 @@ export type {
   OutboxDelivery,
   OutboxEvent,
   OutboxSettings,
+  PayloadCodecName,
   PayloadInput,
   PayloadOf,
   PayloadOutput,
