@@ -5,7 +5,7 @@
  */
 
 export { installCapture } from './capture/index.js';
-export type { PayloadCodec } from './codec/index.js';
+export type { EncodedJson, PayloadCodec } from './codec/index.js';
 export { CODEC_HEADER, decodeEvent, decodeJson, encodeJson } from './codec/index.js';
 export type {
   CapturableModel,
