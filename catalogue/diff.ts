@@ -12,6 +12,7 @@ export type CatalogueChangeKind =
   | 'event-added'
   | 'event-version-changed'
   | 'event-changed'
+  | 'event-codec-changed'
   | 'field-removed'
   | 'field-added'
   | 'field-type-changed'
@@ -163,6 +164,18 @@ function diffEvent(before: CatalogueEvent, after: CatalogueEvent, out: Catalogue
       event: name,
       subject: null,
       message: `event ${name} version ${before.version} → ${after.version}`,
+    });
+  }
+  // A catalogue written before codecs existed has none: its events were json.
+  const codecBefore = before.codec ?? 'json';
+  const codecAfter = after.codec ?? 'json';
+  if (codecBefore !== codecAfter) {
+    out.push({
+      kind: 'event-codec-changed',
+      breaking: true,
+      event: name,
+      subject: null,
+      message: `event ${name} codec ${codecBefore} → ${codecAfter}: its message bodies change shape for every consumer (old rows still decode with their own)`,
     });
   }
   const what: string[] = [];

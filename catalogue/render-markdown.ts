@@ -43,6 +43,7 @@ interface EventView {
   readonly version: number;
   readonly description: string;
   readonly retention: string;
+  readonly codec: string;
   readonly fieldCount: number;
   readonly receiverCount: number;
   readonly payloadType: string;
@@ -131,6 +132,7 @@ function eventView(e: CatalogueEvent): EventView {
         : e.deleteWhen !== null
           ? `deleted once ${e.deleteWhen}`
           : 'the outbox default (`settings.retentionDays`)',
+    codec: e.codec ?? 'json',
     fieldCount: e.fields.length,
     receiverCount: e.receivers.length,
     payloadType: typeof e.schema.type === 'string' ? e.schema.type : 'unknown',

@@ -5,7 +5,8 @@
  */
 
 export { installCapture } from './capture/index.js';
-export { decodeEvent, decodeJson, encodeJson } from './codec/index.js';
+export type { EncodedJson, PayloadCodec } from './codec/index.js';
+export { CODEC_HEADER, decodeEvent, decodeJson, encodeJson } from './codec/index.js';
 export type {
   CapturableModel,
   CaptureDefinition,
@@ -15,6 +16,8 @@ export type {
   CaptureOptions,
   CapturePayload,
   ChangeExtension,
+  ChangeSink,
+  ChangeSinkContext,
   JsonForm,
   ResolvedCapture,
 } from './declare/capture.js';
@@ -45,6 +48,7 @@ export type {
   OutboxDelivery,
   OutboxEvent,
   OutboxSettings,
+  PayloadCodecName,
   PayloadInput,
   PayloadOf,
   PayloadOutput,
@@ -81,7 +85,7 @@ export {
   RetryAfter,
   ValidationError,
 } from './errors/index.js';
-export type { FiredEvent, FireMessage, FireOptions } from './fire/fire.js';
+export type { FiredEvent, FireManyOptions, FireMessage, FireOptions } from './fire/fire.js';
 export type {
   FromWebhookOptions,
   HandleOptions,
@@ -151,6 +155,7 @@ export type { RequeueDeadOptions } from './ops/requeue.js';
 export type { CreateOutboxOptions, Outbox, TypedFireMessage } from './outbox.js';
 export { createOutbox } from './outbox.js';
 export { backoffSeconds } from './relay/backoff.js';
+export type { ClaimBatchOptions, ClaimedBatch } from './relay/claim-for-worker.js';
 export type { DeliverPendingOptions } from './relay/deliver-pending.js';
 export type { RelayReport, RunRelayOptions } from './relay/run-relay.js';
 export type { Scheduler, TimerHandle } from './runtime.js';

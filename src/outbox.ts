@@ -1,4 +1,4 @@
-import type { Sequelize, Transaction } from 'sequelize';
+import type { Sequelize } from 'sequelize';
 import type { z } from 'zod';
 import { warnWhenCaptureUninstalled } from './capture/uninstalled.js';
 import {
@@ -10,7 +10,13 @@ import type { EventDefinition } from './declare/event.js';
 import type { TopicPattern } from './declare/receiver.js';
 import type { AnyEvent, DeliveryStatus } from './declare/types.js';
 import { ConfigurationError } from './errors/outbox-error.js';
-import { type FiredEvent, type FireMessage, type FireOptions, fireEvents } from './fire/fire.js';
+import {
+  type FiredEvent,
+  type FireManyOptions,
+  type FireMessage,
+  type FireOptions,
+  fireEvents,
+} from './fire/fire.js';
 import { buildCatalogue, type Catalogue, listensFor, whatListensTo } from './introspect/index.js';
 import { type AroundDelivery, type FireHeaders, hookList } from './observe/around-delivery.js';
 import { type OutboxEventMap, SafeEmitter } from './observe/events.js';
@@ -31,6 +37,11 @@ import {
 } from './ops/quiet-receivers.js';
 import { type ReplayEventsOptions, type ReplayResult, replayEvents } from './ops/replay.js';
 import { type RequeueDeadOptions, requeueDead } from './ops/requeue.js';
+import {
+  type ClaimBatchOptions,
+  type ClaimedBatch,
+  claimForWorker,
+} from './relay/claim-for-worker.js';
 import { newProcessId } from './relay/claim-token.js';
 import { deliverOne } from './relay/deliver-one.js';
 import { type DeliverPendingOptions, deliverPending } from './relay/deliver-pending.js';
@@ -47,6 +58,7 @@ import { dialectOf, dialectsWith, listDialects, wakeupRefusal } from './storage/
 import type { OutboxStore } from './storage/store.js';
 import { tableNames } from './storage/tables.js';
 import { inProcessWakeup } from './wakeups/in-process.js';
+import { NotifyCoalescer } from './wakeups/notify-coalescing.js';
 import type { OutboxWakeup } from './wakeups/wakeup.js';
 
 /** Options of {@link createOutbox}: where the outbox lives and how it talks. */
@@ -163,7 +175,7 @@ export interface Outbox<C extends OutboxConfig = OutboxConfig> {
    */
   fireMany(
     messages: readonly TypedFireMessage<C>[],
-    options?: { transaction?: Transaction | null },
+    options?: FireManyOptions,
   ): Promise<FiredEvent[]>;
   /** Run a relay until `options.signal` aborts (or `passes` are spent). See {@link RunRelayOptions}. */
   runRelay(options?: RunRelayOptions): Promise<RelayReport>;
@@ -175,6 +187,14 @@ export interface Outbox<C extends OutboxConfig = OutboxConfig> {
    * refused). Returns the status recorded, or `null` when it recorded none.
    */
   deliverOne(deliveryId: string): Promise<DeliveryStatus | null>;
+  /**
+   * Take up to `limit` owed deliveries for a worker of the app's own, through the relay's
+   * own claim (the reference's `claim_batch`): leased, so a worker that dies leaves them to
+   * be claimed again once the lease lapses; chosen by `available_at` and the event's order,
+   * never by a high-water mark. Returns the claim (`claimedBy`, `claimedAt` as ISO text)
+   * and the ids, all JSON. See {@link ClaimBatchOptions} for what it refuses.
+   */
+  claimBatch(options: ClaimBatchOptions): Promise<ClaimedBatch>;
   /** Count delivery rows by status: a quick look at the backlog. */
   countDeliveries(): Promise<Record<DeliveryStatus, number>>;
   /**
@@ -346,6 +366,22 @@ export function createOutbox<C extends OutboxConfig>(
   }
   const events = new SafeEmitter(logger);
   const clock = options.clock;
+  const nowMs = clock ? () => clock().getTime() : Date.now;
+  const scheduler = options.scheduler ?? realScheduler;
+  const coalesceMs = wakeup?.capabilities?.notifyInWrite?.coalesceMs ?? 0;
+  const notifyCoalescer =
+    notify && coalesceMs > 0
+      ? new NotifyCoalescer({
+          intervalMs: coalesceMs,
+          nowMs,
+          scheduler,
+          logger,
+          send: (topics) =>
+            sequelize.transaction(
+              (t) => store.notifyInTransaction?.(topics, t) ?? Promise.resolve(),
+            ),
+        })
+      : undefined;
   const runtime: Runtime = {
     config,
     sequelize,
@@ -353,11 +389,12 @@ export function createOutbox<C extends OutboxConfig>(
     store,
     tables,
     wakeup,
+    notifyCoalescer,
     logger,
     events,
     clock: clock ?? (() => new Date()),
-    nowMs: clock ? () => clock().getTime() : Date.now,
-    scheduler: options.scheduler ?? realScheduler,
+    nowMs,
+    scheduler,
     jitter: options.jitter ?? Math.random,
     processId: newProcessId(),
     state: newRuntimeState(),
@@ -386,6 +423,7 @@ export function createOutbox<C extends OutboxConfig>(
         [{ ...fireOptions, name, payload }],
         fireOptions.transaction,
         'fire()',
+        fireOptions.wakeup !== false,
       );
       return fired as FiredEvent<never>;
     },
@@ -396,11 +434,13 @@ export function createOutbox<C extends OutboxConfig>(
         messages as readonly FireMessage[],
         fireOptions.transaction,
         'fireMany()',
+        fireOptions.wakeup !== false,
       );
     },
     runRelay: (relayOptions) => runRelay(runtime, relayOptions),
     deliverPending: (pendingOptions) => deliverPending(runtime, pendingOptions),
     deliverOne: (deliveryId) => deliverOne(runtime, deliveryId),
+    claimBatch: (claimOptions) => claimForWorker(runtime, claimOptions),
     countDeliveries: () => store.countDeliveries(),
     catalogue: () => buildCatalogue(config),
     whatListensTo: (event) => whatListensTo(config, event),
@@ -417,6 +457,8 @@ export function createOutbox<C extends OutboxConfig>(
       closed = true;
       unwatchCapture();
       const closing: Promise<unknown>[] = [];
+      // The trailing NOTIFY of coalesced writes goes out now rather than with its timer.
+      await notifyCoalescer?.close();
       if (wakeup) closing.push(wakeup.close());
       const deliveries = new Set(config.receivers.map((r) => r.delivery).filter((d) => d?.close));
       for (const d of deliveries) closing.push(d!.close!());

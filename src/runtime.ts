@@ -94,6 +94,19 @@ export function interruptibleSleep(ms: number): InterruptibleSleep {
 }
 
 /**
+ * The NOTIFY throttle as fire() uses it (`NotifyCoalescer`, wakeups/notify-coalescing.ts,
+ * implements it; declared here so the runtime's type needs nothing of wakeups/).
+ */
+export interface NotifyGate {
+  /** Whether the write about to be made may carry its NOTIFY (the first of an interval). */
+  admit(): boolean;
+  /** A write that carried none has committed: announce its topics with the trailing NOTIFY. */
+  fold(topics: readonly string[]): void;
+  /** Send the trailing NOTIFY now, and wait for it. */
+  close(): Promise<void>;
+}
+
+/**
  * What one outbox instance keeps between calls. Per runtime, never per module, so two
  * outboxes in one process (or one transaction) never see each other's state.
  */
@@ -133,6 +146,11 @@ export interface Runtime {
    */
   readonly tables: TableNames;
   readonly wakeup: OutboxWakeup | undefined;
+  /**
+   * The NOTIFY throttle of a `notifyInWrite` wakeup given `notifyCoalesceMs`
+   * (wakeups/notify-coalescing.ts); undefined otherwise, and then every write notifies.
+   */
+  readonly notifyCoalescer?: NotifyGate;
   readonly logger: OutboxLogger;
   readonly events: SafeEmitter;
   /** The real clock: when rows are recorded and attempts run. */

@@ -19,7 +19,7 @@ export const CATALOGUE_MARKDOWN_TEMPLATE = `# Event catalogue
 {{description}}
 {{/if}}
 
-Retention: {{retention}}.
+Retention: {{retention}}. Payload codec: \`{{codec}}\`.
 
 ### Payload
 {{#if fields.length}}

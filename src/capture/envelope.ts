@@ -36,7 +36,27 @@ export function jsonForm(value: unknown, typeKey: string | undefined, scale?: nu
     return value;
   }
   if (typeKey === 'BOOLEAN' && (value === 0 || value === 1)) return value === 1;
+  if (typeKey === 'RANGE' && Array.isArray(value) && value.length === 2) return rangeForm(value);
   return value;
+}
+
+/**
+ * A PostgreSQL range in ONE JSON form, whichever way Sequelize holds it: the bounds pair
+ * `[{ value, inclusive }, { value, inclusive }]` it reads back from the database, also for
+ * a range the app set as plain bounds (`[10, 20]`, which Sequelize writes as `[10,20)`):
+ * an update's `after` holds the values as set, an insert's what RETURNING read, and a
+ * consumer must not see two shapes of one column. Each bound's value in its JSON form (a
+ * date as ISO text); an empty range (`[]`) stays as it is.
+ */
+function rangeForm(bounds: readonly unknown[]): unknown[] {
+  return bounds.map((bound, i) => {
+    if (typeof bound === 'object' && bound !== null && 'value' in bound) {
+      const b = bound as { value: unknown; inclusive?: unknown };
+      const inclusive = typeof b.inclusive === 'boolean' ? b.inclusive : i === 0;
+      return { value: jsonForm(b.value, undefined), inclusive };
+    }
+    return { value: jsonForm(bound, undefined), inclusive: i === 0 };
+  });
 }
 
 /** An attribute as the envelope writes it: its name, type key and (decimals) scale. */

@@ -14,6 +14,7 @@ import type { Unguarded } from './transaction.js';
 /** Whether nothing of the user's runs when this capture writes a change's events. */
 export function quietCapture(rt: Runtime, capture: ResolvedCapture): boolean {
   if (capture.extend || capture.extendMany || capture.topicOf) return false;
+  if (capture.sinks.length > 0) return false; // a sink is the app's code, after the row
   if (typeof capture.orderingKey === 'function') return false;
   for (const topic of Object.values(capture.topics)) {
     const route = topic === undefined ? undefined : rt.config.route(topic);

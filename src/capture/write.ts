@@ -6,6 +6,9 @@
  * attributes' JSON kinds is checked and encoded here, once (`envelopeText`), rather than
  * parsed by its zod schema and walked by the codec per row; any other goes the way of any
  * payload.
+ *
+ * A capture's change sinks (`capture(Model, { sink })`) are handed the same changes in the
+ * same transaction, after its events (or alone, with `outbox: false`).
  */
 import type { Transaction } from 'sequelize';
 import type { CapturedChange, ChangeExtension, ResolvedCapture } from '../declare/capture.js';
@@ -13,6 +16,7 @@ import { ValidationError } from '../errors/outbox-error.js';
 import { fireUnanswered } from '../fire/fire.js';
 import type { FireMessage } from '../fire/types.js';
 import type { Runtime } from '../runtime.js';
+import { resolveTransaction } from '../transaction/join.js';
 import { envelopeOf, envelopeText, orderingKeyOf } from './envelope.js';
 import { failedAfterRow } from './transaction.js';
 
@@ -53,6 +57,44 @@ async function write(
 ): Promise<void> {
   const wanted = changes.filter((c) => capture.operations.has(c.operation));
   if (wanted.length === 0) return;
+  if (capture.sinks.length === 0) return writeEvents(rt, capture, wanted, transaction);
+  // The events and the sinks in ONE transaction, the write's (the wrapper always runs a
+  // captured write in one; a transaction of its own only for a write that has none).
+  const run = async (t: Transaction) => {
+    if (capture.toOutbox) await writeEvents(rt, capture, wanted, t);
+    await handToSinks(rt, capture, wanted, t);
+  };
+  const given = resolveTransaction(rt.sequelize, transaction);
+  return given ? run(given) : rt.sequelize.transaction(run);
+}
+
+/**
+ * Hand one statement's changes to the capture's sinks, in order, in the write's
+ * transaction. A throw propagates as it is, as an `inline` receiver's does, and so aborts
+ * the write: the caller catches the sink's own error.
+ */
+async function handToSinks(
+  rt: Runtime,
+  capture: ResolvedCapture,
+  changes: readonly CapturedChange[],
+  transaction: Transaction,
+): Promise<void> {
+  const context = {
+    transaction,
+    sequelize: rt.sequelize,
+    model: capture.model,
+    label: capture.label,
+  };
+  for (const sink of capture.sinks) await sink.write(changes, context);
+}
+
+/** The outbox events of one statement's changes (see the module's comment). */
+async function writeEvents(
+  rt: Runtime,
+  capture: ResolvedCapture,
+  wanted: readonly CapturedChange[],
+  transaction: Transaction | null | undefined,
+): Promise<void> {
   const where = `capture(${capture.model.name})`;
   const extensions = await extensionsOf(capture, wanted, where);
   const encoded: (string | undefined)[] = [];

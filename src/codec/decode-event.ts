@@ -1,9 +1,14 @@
 import { formatConfigPath } from '../declare/config-path.js';
 import type { OutboxConfig } from '../declare/define-outbox.js';
 import type { JsonValue, OutboxEvent } from '../declare/types.js';
-import { PayloadDecodeError, PayloadUpgradeFailed } from '../errors/outbox-error.js';
+import {
+  ConfigurationError,
+  PayloadDecodeError,
+  PayloadUpgradeFailed,
+} from '../errors/outbox-error.js';
 import type { StoredEvent } from '../storage/store.js';
 import { decodeJson } from './json.js';
+import { CODEC_HEADER, codecOfHeaders } from './payload-codec.js';
 
 /**
  * THE event decoder: turn a stored event row into the {@link OutboxEvent} receivers see.
@@ -14,6 +19,11 @@ import { decodeJson } from './json.js';
  * longer round-trips fails here (in the relay: an ordinary, counted failure) rather than
  * deep inside a receiver. An event no longer declared (a wildcard receiver's) is returned
  * raw.
+ *
+ * The codec is the one the row was written with, read from its `outbox-codec` header
+ * (none: `json`), never today's declaration: a row written before the event changed codec
+ * decodes with its own (src/codec/payload-codec.ts). A codec this version does not know
+ * is a {@link PayloadDecodeError}.
  *
  * Versions, by the row's version against the declared one:
  *
@@ -34,7 +44,7 @@ import { decodeJson } from './json.js';
  * @throws {PayloadUpgradeFailed} naming the event, both versions and what the hook said.
  */
 export function decodeEvent(config: OutboxConfig, stored: StoredEvent): OutboxEvent {
-  const raw = parseColumn(stored.payload, stored, 'payload');
+  const json = parseColumn(stored.payload, stored, 'payload');
   const headers = parseColumn(stored.headers, stored, 'headers') ?? {};
   if (typeof headers !== 'object' || Array.isArray(headers)) {
     throw new PayloadDecodeError(
@@ -42,6 +52,8 @@ export function decodeEvent(config: OutboxConfig, stored: StoredEvent): OutboxEv
       { eventName: stored.name, version: stored.version, eventId: stored.uuid, path: 'headers' },
     );
   }
+  // The codec the row was WRITTEN with (its header), never today's declaration's.
+  const raw = CODEC_HEADER in headers ? decodeWithCodec(json, headers, stored) : json;
   const declared = config.route(stored.name)?.event;
   let payload: unknown = raw;
   let version = stored.version;
@@ -119,6 +131,33 @@ function upgradePayload(
     throw failed('the hook returned a promise; upgrade must be synchronous');
   }
   return upgraded;
+}
+
+/** The payload of a row written by a codec other than json, as its codec reads it back. */
+function decodeWithCodec(json: unknown, headers: object, stored: StoredEvent): unknown {
+  const codec = codecOfHeaders(headers as Record<string, unknown>);
+  const name = (headers as Record<string, unknown>)[CODEC_HEADER];
+  if (!codec) {
+    throw new PayloadDecodeError(
+      `stored payload of ${named(stored)} was written with codec ${JSON.stringify(name)}, which this version of outboxkit does not know (it knows "json" and "superjson")`,
+      { eventName: stored.name, version: stored.version, eventId: stored.uuid, path: 'headers' },
+    );
+  }
+  try {
+    return codec.decode(json);
+  } catch (error) {
+    if (error instanceof ConfigurationError) throw error; // superjson not installed: say so
+    throw new PayloadDecodeError(
+      `stored payload of ${named(stored)} does not decode with its codec ${codec.name}: ${(error as Error).message}`,
+      {
+        eventName: stored.name,
+        version: stored.version,
+        eventId: stored.uuid,
+        path: 'payload',
+        cause: error,
+      },
+    );
+  }
 }
 
 /**

@@ -46,7 +46,7 @@ export function encodeJson(value: unknown, root = 'payload'): string {
   return encodeJsonValue(value, root).text;
 }
 
-/** What {@link encodeJsonValue} produced. */
+/** What the JSON codec (`encodeJson`, a `PayloadCodec`'s `encode`) produced: the text, and whether it reshaped the value. */
 export interface EncodedJson {
   /** The JSON text. */
   readonly text: string;

@@ -9,7 +9,7 @@
  * config is declared, naming the model and the option: a field the model does not have,
  * `fields` with `exclude`, `extend` with `extendMany`, a template naming something else.
  */
-import type { Attributes, Model } from 'sequelize';
+import type { Attributes, Model, Sequelize, Transaction } from 'sequelize';
 import { z } from 'zod';
 import { ConfigurationError } from '../errors/outbox-error.js';
 import type { ResolvedEvent } from './event.js';
@@ -124,6 +124,44 @@ export type CapturedAttribute<
   Fallback = unknown,
 > = K extends keyof Attributes<M> ? JsonForm<Attributes<M>[K]> : Fallback;
 
+/** What a {@link ChangeSink} is told beside the changes. */
+export interface ChangeSinkContext {
+  /**
+   * The transaction of the write the changes come from: write through it, and what the
+   * sink writes commits with the row or not at all.
+   */
+  readonly transaction: Transaction;
+  /** The Sequelize the captured model (and so the transaction) belongs to. */
+  readonly sequelize: Sequelize;
+  /** The captured model. */
+  readonly model: CapturableModel;
+  /** The model's label, `{app}.{ModelName}` (the changes' `model`). */
+  readonly label: string;
+}
+
+/**
+ * Where a capture hands its changes besides (or instead of) the outbox — the topic-outbox
+ * reference's `ChangeSink`: an audit table, a search index's queue table, a projection.
+ *
+ * `write` is called once per captured statement, with that statement's changes (of the
+ * captured operations, in row order, as {@link CapturedChange}s: the same values an
+ * envelope is made of, each attribute in its JSON form), INSIDE the write's transaction
+ * and before the write returns. Write through `context.transaction` and the sink's rows
+ * commit with the change or not at all. A sink that throws aborts the write, as an
+ * `inline` receiver does: the row is rolled back (its savepoint in a caller's
+ * transaction, which stays usable) and the error reaches the caller. The changes follow
+ * the capture's `fields`/`exclude` and `payload` (`before` and `after` as the payload mode
+ * has them). A sink of something outside the database (an HTTP search index) belongs in a
+ * durable receiver of the captured topics instead: it would be written even when the
+ * transaction then rolls back.
+ */
+export interface ChangeSink {
+  /** A name for errors and logs. */
+  readonly name: string;
+  /** Write one statement's changes, in `context.transaction`. */
+  write(changes: readonly CapturedChange[], context: ChangeSinkContext): unknown;
+}
+
 /** Options of {@link capture}. */
 export interface CaptureOptions {
   /**
@@ -175,6 +213,19 @@ export interface CaptureOptions {
   readonly extendMany?: (
     changes: readonly CapturedChange[],
   ) => readonly (ChangeExtension | undefined)[] | Promise<readonly (ChangeExtension | undefined)[]>;
+  /**
+   * A {@link ChangeSink} (or several, called in order) that is handed every captured
+   * statement's changes in the write's own transaction, beside the outbox's events — or
+   * instead of them, with `outbox: false`.
+   */
+  readonly sink?: ChangeSink | readonly ChangeSink[];
+  /**
+   * Whether the capture writes outbox events. `false` hands the changes to `sink` alone:
+   * no topic is declared (nor listed in the catalogue) and no event row is written, so
+   * `app`, `topic` and `orderingKey` are not needed.
+   * @defaultValue true
+   */
+  readonly outbox?: boolean;
 }
 
 /** What {@link capture} returns: a declaration for `defineOutbox({ capture: [...] })`. */
@@ -208,6 +259,10 @@ export interface ResolvedCapture {
   readonly extend: CaptureOptions['extend'];
   /** `extendMany` as declared: the extensions of one statement's changes, in order. */
   readonly extendMany: CaptureOptions['extendMany'];
+  /** The sinks the changes are handed to, in order; empty for none. */
+  readonly sinks: readonly ChangeSink[];
+  /** Whether the capture writes outbox events (`outbox` as declared). */
+  readonly toOutbox: boolean;
 }
 
 /** Whether a value was made by {@link capture}. */
@@ -231,6 +286,8 @@ const OPTION_NAMES = [
   'orderingKey',
   'extend',
   'extendMany',
+  'sink',
+  'outbox',
 ] as const;
 
 /**
@@ -344,6 +401,24 @@ function checkCapture(model: CapturableModel, options: CaptureOptions): void {
   if (options.app !== undefined && (typeof options.app !== 'string' || options.app === '')) {
     fail(model, 'app', 'must be a non-empty string');
   }
+  const sinks = sinksOf(options.sink);
+  if (sinks === undefined) {
+    fail(
+      model,
+      'sink',
+      'must be a ChangeSink ({ name, write(changes, context) }) or an array of them',
+    );
+  }
+  if (options.outbox !== undefined && typeof options.outbox !== 'boolean') {
+    fail(model, 'outbox', 'must be true or false');
+  }
+  if (options.outbox === false) {
+    if (sinks.length === 0) {
+      fail(model, 'outbox', 'is false and no sink is given: the capture would write nothing');
+    }
+    // No events: the topic and the ordering key are never used.
+    return;
+  }
   const topic = options.topic ?? '{app}.{model}.{operation}';
   if (typeof topic === 'function') {
     // a function of the change: its events are declared in `events`, checked at the write
@@ -366,6 +441,21 @@ function checkCapture(model: CapturableModel, options: CaptureOptions): void {
       'is needed: the default ordering key {label}:{pk} names the app (pass app: "shop", or orderingKey)',
     );
   }
+}
+
+/** The sinks of `sink`, as a list; undefined for something that is no sink. */
+function sinksOf(sink: CaptureOptions['sink']): readonly ChangeSink[] | undefined {
+  if (sink === undefined) return [];
+  const list = (Array.isArray(sink) ? sink : [sink]) as readonly ChangeSink[];
+  const ok = list.every(
+    (s) =>
+      typeof s === 'object' &&
+      s !== null &&
+      typeof s.write === 'function' &&
+      typeof s.name === 'string' &&
+      s.name !== '',
+  );
+  return ok ? list : undefined;
 }
 
 function checkTopicTemplate(model: CapturableModel, topic: string, options: CaptureOptions): void {
@@ -431,9 +521,10 @@ export function resolveCapture(definition: CaptureDefinition): ResolvedCapture {
     table,
   };
   const operations = new Set(options.operations ?? CAPTURE_OPERATIONS);
+  const toOutbox = options.outbox !== false;
   const topics: Partial<Record<CaptureOperation, string>> = {};
-  const topicOf = typeof options.topic === 'function' ? options.topic : undefined;
-  for (const operation of topicOf ? [] : operations) {
+  const topicOf = typeof options.topic === 'function' && toOutbox ? options.topic : undefined;
+  for (const operation of topicOf || !toOutbox ? [] : operations) {
     topics[operation] = fill((options.topic as string | undefined) ?? '{app}.{model}.{operation}', {
       ...parts,
       operation,
@@ -456,9 +547,15 @@ export function resolveCapture(definition: CaptureDefinition): ResolvedCapture {
     primaryKey,
     topics,
     topicOf,
-    orderingKey: options.orderingKey === undefined ? '{label}:{pk}' : options.orderingKey,
+    orderingKey: !toOutbox
+      ? null
+      : options.orderingKey === undefined
+        ? '{label}:{pk}'
+        : options.orderingKey,
     extend: options.extend,
     extendMany: options.extendMany,
+    sinks: sinksOf(options.sink) ?? [],
+    toOutbox,
   };
 }
 
@@ -548,5 +645,7 @@ export function captureEvents(resolved: ResolvedCapture): ResolvedEvent[] {
     retention: undefined,
     description: `A ${resolved.label} row ${operation} (change capture)`,
     upgrade: undefined,
+    // The envelope is built in its JSON form already (attribute by attribute).
+    codec: 'json' as const,
   }));
 }

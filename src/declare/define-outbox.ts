@@ -12,6 +12,7 @@ import { type Duration, durationSchema, durationSeconds } from './duration.js';
 import {
   type EventDefinition,
   isEventDefinition,
+  type PayloadCodecName,
   type ResolvedEvent,
   rawEventOptions,
 } from './event.js';
@@ -181,7 +182,10 @@ const backoffSchema = z.strictObject({
   capSeconds: positiveNumber('a number of seconds > 0').optional(),
 });
 
+const codecSchema = z.enum(['json', 'superjson'], { error: 'must be "json" or "superjson"' });
+
 const settingsSchema = z.strictObject({
+  codec: codecSchema.optional(),
   leaseSeconds: positiveNumber('a number of seconds > 0').optional(),
   batchSize: positiveInt('an integer from 1 to 10000')
     .max(10_000, { error: 'must be an integer from 1 to 10000' })
@@ -214,6 +218,7 @@ const eventOptionsSchema = z.strictObject({
       "must be a zod 4 schema: z.object({ ... }) from import { z } from 'zod', with zod@^4 installed",
   }),
   version: positiveInt('an integer ≥ 1').optional(),
+  codec: codecSchema.optional(),
   retention: retentionSchema.optional(),
   description: z.string().optional(),
   upgrade: z
@@ -488,7 +493,8 @@ export function defineOutbox<const E extends Record<string, EventDefinition>>(
     }
     const parsed = eventOptionsSchema.safeParse(rawEventOptions(definition), { reportInput: true });
     if (!parsed.success) raise(parsed.error.issues, path, 'event');
-    const problem = findUnroundtrippable(definition.schema, []);
+    const codec = definition.codec ?? settings.codec;
+    const problem = findUnroundtrippable(definition.schema, [], codec);
     if (problem) throw configError([...path, 'schema', ...problem.path], problem.message);
     events.set(name, {
       name,
@@ -497,6 +503,7 @@ export function defineOutbox<const E extends Record<string, EventDefinition>>(
       retention: definition.retention,
       description: definition.description,
       upgrade: definition.upgrade,
+      codec,
     });
     byDefinition.set(definition, name);
   }
@@ -743,9 +750,16 @@ function stripUndefined<T extends object>(value: T): Partial<T> {
 function findUnroundtrippable(
   schema: z.ZodType,
   path: PropertyKey[],
+  codec: PayloadCodecName,
 ): { path: PropertyKey[]; message: string } | undefined {
   const def = (schema as unknown as { _zod: { def: Record<string, unknown> & { type: string } } })
     ._zod.def;
+  // superjson brings a Date, a bigint, a Map and a Set back as themselves.
+  if (codec === 'superjson' && ['date', 'bigint', 'map', 'set'].includes(def.type)) {
+    return def.type === 'map' || def.type === 'set'
+      ? findUnroundtrippable(def.valueType as z.ZodType, [...path, 'value'], codec)
+      : undefined;
+  }
   switch (def.type) {
     case 'date':
       if (!def.coerce) {
@@ -776,14 +790,14 @@ function findUnroundtrippable(
       };
     case 'object':
       for (const [key, child] of Object.entries(def.shape as Record<string, z.ZodType>)) {
-        const found = findUnroundtrippable(child, [...path, key]);
+        const found = findUnroundtrippable(child, [...path, key], codec);
         if (found) return found;
       }
       return undefined;
     case 'array':
-      return findUnroundtrippable(def.element as z.ZodType, [...path, 'element']);
+      return findUnroundtrippable(def.element as z.ZodType, [...path, 'element'], codec);
     case 'record':
-      return findUnroundtrippable(def.valueType as z.ZodType, [...path, 'value']);
+      return findUnroundtrippable(def.valueType as z.ZodType, [...path, 'value'], codec);
     case 'optional':
     case 'nullable':
     case 'default':
@@ -791,10 +805,10 @@ function findUnroundtrippable(
     case 'readonly':
     case 'nonoptional':
     case 'catch':
-      return findUnroundtrippable(def.innerType as z.ZodType, path);
+      return findUnroundtrippable(def.innerType as z.ZodType, path, codec);
     case 'union':
       for (const option of def.options as z.ZodType[]) {
-        const found = findUnroundtrippable(option, path);
+        const found = findUnroundtrippable(option, path, codec);
         if (found) return found;
       }
       return undefined;

@@ -3,6 +3,14 @@ import type { JsonValue } from './types.js';
 
 const EVENT = Symbol.for('outboxkit.event');
 
+/**
+ * A payload codec, by name (the codec seam lives in src/codec/payload-codec.ts): `json`,
+ * the exact JSON codec (a `Date` stored as ISO text: declare `z.coerce.date()`), or
+ * `superjson` (a `Date`, `bigint`, `Map`, `Set` come back as themselves; needs the
+ * `superjson` package).
+ */
+export type PayloadCodecName = 'json' | 'superjson';
+
 /** How long `pruneEvents` keeps an event: a window of its own, or once consumed. */
 export type Retention = { readonly days: number } | 'succeeded' | 'settled';
 
@@ -37,6 +45,14 @@ export interface EventOptions<S extends z.ZodType> {
    * versions. The catalogue publishes whether an event has one (`migratesOlderRows`).
    */
   readonly upgrade?: (payload: JsonValue, fromVersion: number) => unknown;
+  /**
+   * How the payload is stored and read back (see {@link PayloadCodecName}): `'superjson'`
+   * keeps a `Date`, `bigint`, `Map` or `Set` as itself, so the schema may say `z.date()`.
+   * Each row records the codec it was written with (the `outbox-codec` header), so rows
+   * written before a change of codec still decode with theirs. The catalogue lists it.
+   * @defaultValue `settings.codec`, else `'json'`
+   */
+  readonly codec?: PayloadCodecName;
 }
 
 /** A declared event. Build it with {@link event}; its name is its key in `defineOutbox({ events })`. */
@@ -48,6 +64,8 @@ export interface EventDefinition<S extends z.ZodType = z.ZodType> {
   readonly description: string | undefined;
   /** `upgrade` as declared: brings a payload of an older version to this one, before decoding. */
   readonly upgrade: ((payload: JsonValue, fromVersion: number) => unknown) | undefined;
+  /** `codec` as declared; `undefined` takes the outbox's `settings.codec`. */
+  readonly codec: PayloadCodecName | undefined;
 }
 
 /**
@@ -71,6 +89,7 @@ export function event<S extends z.ZodType>(options: EventOptions<S>): EventDefin
     retention: options.retention,
     description: options.description,
     upgrade: options.upgrade,
+    codec: options.codec,
     // kept for validation: unknown keys are reported by defineOutbox
     ...({ rawOptions: options } as object),
   } as EventDefinition<S>;
@@ -99,4 +118,6 @@ export interface ResolvedEvent {
   readonly description: string | undefined;
   /** Brings an older row's payload to this version before it is decoded. */
   readonly upgrade: ((payload: JsonValue, fromVersion: number) => unknown) | undefined;
+  /** The codec its payloads are written with: its own, else `settings.codec`, else `json`. */
+  readonly codec: PayloadCodecName;
 }

@@ -8,7 +8,7 @@ export type {
 } from './define-outbox.js';
 export { DEFAULT_LANE, defineOutbox, isOutboxConfig } from './define-outbox.js';
 export type { Duration } from './duration.js';
-export type { EventDefinition, EventOptions, Retention } from './event.js';
+export type { EventDefinition, EventOptions, PayloadCodecName, Retention } from './event.js';
 export { event, isEventDefinition } from './event.js';
 export type {
   BackoffOptions,

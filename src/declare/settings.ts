@@ -1,5 +1,13 @@
+import type { PayloadCodecName } from './event.js';
+
 /** Outbox-wide tuning, declared in `defineOutbox({ settings })`. Every field is optional. */
 export interface OutboxSettings {
+  /**
+   * The payload codec of every event that names none (`event({ codec })`): `'json'` or
+   * `'superjson'`. Captured topics always store the change envelope as JSON.
+   * @defaultValue `'json'`
+   */
+  readonly codec?: PayloadCodecName;
   /**
    * How long a claim leases its rows, in seconds (a claim stamps this plus 10 percent of
    * headroom). A relay that dies leaves its rows to be re-claimed when the lease lapses; a
@@ -64,6 +72,7 @@ export interface OutboxSettings {
 
 /** {@link OutboxSettings} with every default filled in. */
 export interface ResolvedSettings {
+  readonly codec: PayloadCodecName;
   readonly leaseSeconds: number;
   readonly batchSize: number;
   readonly pollIntervalMs: number;
@@ -78,6 +87,7 @@ export interface ResolvedSettings {
 
 /** The defaults of {@link OutboxSettings}. */
 export const DEFAULT_SETTINGS: ResolvedSettings = {
+  codec: 'json',
   leaseSeconds: 60,
   batchSize: 100,
   pollIntervalMs: 1000,

@@ -50,6 +50,7 @@ export function arrangeAfterCommit(
           );
           rt.events.emit('fire:onCommitFailed', {
             receiverKey: receiver.key,
+            eventId: event.id,
             eventName: event.name,
             error,
           });

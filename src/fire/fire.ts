@@ -1,7 +1,9 @@
 import type { Transaction } from 'sequelize';
 import { type FireHeaders, fireHeadersOf } from '../observe/around-delivery.js';
 import type { Runtime } from '../runtime.js';
+import type { InsertOptions } from '../storage/store.js';
 import { resolveTransaction } from '../transaction/join.js';
+import { whenCommitted } from '../transaction/when-committed.js';
 import { arrangeAfterCommit, freshDurableTopics, signalWhenCommitted } from './after-commit.js';
 import { runInlineReceivers } from './inline.js';
 import { outboxWriteError } from './missing-tables.js';
@@ -10,7 +12,7 @@ import { prepareEvents } from './prepare.js';
 import type { FiredEvent, FireMessage, PlannedEvent } from './types.js';
 import { firedEventsOf, type Inserted, insertPlanned } from './write.js';
 
-export type { FiredEvent, FireMessage, FireOptions } from './types.js';
+export type { FiredEvent, FireManyOptions, FireMessage, FireOptions } from './types.js';
 
 /**
  * `fire()` and `fireMany()`, in four steps:
@@ -30,8 +32,9 @@ export async function fireEvents(
   messages: readonly FireMessage[],
   explicit: Transaction | null | undefined,
   where: string,
+  wakeup = true,
 ): Promise<FiredEvent[]> {
-  return (await fireInTransaction(rt, messages, explicit, where, true)) ?? [];
+  return (await fireInTransaction(rt, messages, explicit, where, true, undefined, wakeup)) ?? [];
 }
 
 /**
@@ -66,6 +69,7 @@ async function fireInTransaction(
   where: string,
   answered: boolean,
   encoded?: readonly (string | undefined)[],
+  wakeup = true,
 ): Promise<FiredEvent[] | undefined> {
   const now = rt.clock();
   const prepared = prepareEvents(
@@ -83,13 +87,20 @@ async function fireInTransaction(
       transaction: t,
       where: (i) => (messages.length > 1 ? `${where}[${i}]` : where),
     });
+    // The NOTIFY this write carries (a `notifyInWrite` wakeup): none without a wakeup,
+    // and under `notifyCoalesceMs` only the first write of an interval's (asked only when
+    // the write owes something: a wake for nothing would spend the interval).
+    const coalescer = rt.notifyCoalescer;
+    const notify = wakeup && (!coalescer || (owesDurable(planned) && coalescer.admit()));
     let inserted: Inserted;
     try {
-      inserted = await insertPlanned(rt, planned, t);
+      inserted = await insertPlanned(rt, planned, t, notify ? undefined : NO_NOTIFY);
     } catch (error) {
       throw outboxWriteError(rt, where, error);
     }
-    const topics = freshDurableTopics(planned, inserted);
+    const topics = wakeup ? freshDurableTopics(planned, inserted) : [];
+    // A write folded into an earlier NOTIFY is announced by the trailing one, once committed.
+    if (coalescer && !notify && topics.length > 0) whenCommitted(t, () => coalescer.fold(topics));
     if (!answered && !planned.some(runsInProcess)) {
       if (topics.length > 0) signalWhenCommitted(rt, t, topics);
       return undefined;
@@ -100,6 +111,14 @@ async function fireInTransaction(
     return fired;
   };
   return transaction ? inTransaction(transaction) : rt.sequelize.transaction(inTransaction);
+}
+
+/** The store's insert without its NOTIFY (see `InsertOptions.notify`). */
+const NO_NOTIFY: InsertOptions = { notify: false };
+
+/** Whether a write owes any durable receiver anything (what a wakeup announces). */
+function owesDurable(planned: readonly PlannedEvent[]): boolean {
+  return planned.some((p) => p.suppression === null && p.route.durable.length > 0);
 }
 
 /** Whether an event has a receiver that runs in this process: inline, onCommit or eager. */

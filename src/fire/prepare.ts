@@ -1,5 +1,6 @@
 import type { ZodType } from 'zod';
-import { type EncodedJson, encodeJsonValue } from '../codec/json.js';
+import type { EncodedJson } from '../codec/json.js';
+import { CODEC_HEADER, codecNamed, jsonCodec, type PayloadCodec } from '../codec/payload-codec.js';
 import { closestName, formatConfigPath } from '../declare/config-path.js';
 import type { OutboxConfig } from '../declare/define-outbox.js';
 import type { JsonValue } from '../declare/types.js';
@@ -96,7 +97,8 @@ function prepareEvent(
       path: 'headers',
     });
   }
-  const headers = frame?.headers ? { ...frame.headers, ...given } : given;
+  const codec = route.event.codec === 'json' ? jsonCodec : codecNamed(route.event.codec)!;
+  let headers = frame?.headers ? { ...frame.headers, ...given } : given;
   for (const name of Object.keys(headers)) {
     if (name.trim() === '') {
       throw new ValidationError(
@@ -104,7 +106,15 @@ function prepareEvent(
         { path: 'headers' },
       );
     }
+    if (name === CODEC_HEADER) {
+      throw new ValidationError(
+        `${where}: headers names "${CODEC_HEADER}", which is the outbox's own: it records the codec a row was written with (${message.name} uses "${route.event.codec}"); name your header otherwise`,
+        { path: `headers.${CODEC_HEADER}` },
+      );
+    }
   }
+  // A row written by another codec than json says which (see src/codec/payload-codec.ts).
+  if (codec !== jsonCodec) headers = { ...headers, [CODEC_HEADER]: codec.name };
   checkKey(message.idempotencyKey, 'idempotencyKey', where);
   checkKey(message.orderingKey, 'orderingKey', where);
   const occurredAt = message.occurredAt ?? now;
@@ -126,9 +136,9 @@ function prepareEvent(
   }
   const payload =
     encoded === undefined
-      ? encode(parsed.data, 'payload', where, message.name)
+      ? encode(parsed.data, 'payload', where, message.name, codec)
       : { text: encoded, reshaped: false };
-  if (payload.reshaped) checkDecodes(route.event.schema, payload.text, where, message.name);
+  if (payload.reshaped) checkDecodes(route.event.schema, payload.text, where, message.name, codec);
   const uuid = newEventUuid();
   const scope = frame?.scope;
   const suppression =
@@ -172,9 +182,15 @@ function isEmpty(value: object): boolean {
 }
 
 /** The codec's refusal, told which call and event it is about. */
-function encode(value: unknown, root: string, where: string, name: string): EncodedJson {
+function encode(
+  value: unknown,
+  root: string,
+  where: string,
+  name: string,
+  codec: PayloadCodec = jsonCodec,
+): EncodedJson {
   try {
-    return encodeJsonValue(value, root);
+    return codec.encode(value, root);
   } catch (error) {
     if (!(error instanceof ValidationError)) throw error;
     throw new ValidationError(`${where}: ${name} ${error.message}`, {
@@ -199,11 +215,23 @@ function checkKey(value: unknown, name: string, where: string): void {
  * must still be one its schema accepts, or every delivery would fail to decode it: check
  * the encoded form the way the relay's decoder will. Only reshaped payloads pay for this.
  */
-function checkDecodes(schema: ZodType, text: string, where: string, name: string): void {
-  const again = schema.safeParse(JSON.parse(text));
+function checkDecodes(
+  schema: ZodType,
+  text: string,
+  where: string,
+  name: string,
+  codec: PayloadCodec,
+): void {
+  const again = schema.safeParse(codec.decode(JSON.parse(text)));
   if (again.success) return;
   const issue = again.error.issues[0];
   const path = formatConfigPath(['payload', ...issue.path]);
+  if (codec !== jsonCodec) {
+    throw new ValidationError(
+      `${where}: ${name} ${path} would not decode once stored: as ${codec.name} stores it, it is refused by its schema (${issue.message}) — an instance of a class superjson does not know comes back as a plain object; nothing was written`,
+      { path, cause: again.error },
+    );
+  }
   throw new ValidationError(
     `${where}: ${name} ${path} would not decode once stored: as JSON it is refused by its schema (${issue.message}). A Date is stored as ISO text (use z.coerce.date()), a bigint as decimal text, bytes as base64, and a property set to undefined is left out (leave the key out or make it optional); nothing was written`,
     { path, cause: again.error },

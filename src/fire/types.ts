@@ -36,11 +36,28 @@ export interface FireOptions {
    * @defaultValue now
    */
   readonly occurredAt?: Date;
+  /**
+   * `false`: signal no wakeup for this call — no signal after commit, and no NOTIFY in the
+   * write (`listenNotifyWakeup`). For a bulk import or a backfill whose events may wait
+   * for the relays' next poll (`settings.pollIntervalMs`): the rows are owed exactly as
+   * always, only the latency changes, and the other writes of the same transaction still
+   * signal their own.
+   * @defaultValue true
+   */
+  readonly wakeup?: boolean;
+}
+
+/** Options of `outbox.fireMany()`: the call's, not one message's. */
+export interface FireManyOptions {
+  /** As {@link FireOptions.transaction}. */
+  readonly transaction?: Transaction | null;
+  /** As {@link FireOptions.wakeup}: `false` signals no wakeup for any event of the call. */
+  readonly wakeup?: boolean;
 }
 
 /** One event of `outbox.fireMany()`. */
 export interface FireMessage<N extends string = string, P = unknown>
-  extends Omit<FireOptions, 'transaction'> {
+  extends Omit<FireOptions, 'transaction' | 'wakeup'> {
   /** The event's name, as declared in `defineOutbox({ events })`. */
   readonly name: N;
   /** The payload, checked against the event's schema. */

@@ -1,7 +1,7 @@
 import type { Transaction } from 'sequelize';
 import { decodeEvent } from '../codec/decode-event.js';
 import type { Runtime } from '../runtime.js';
-import type { StoredEvent, WrittenEvent } from '../storage/store.js';
+import type { InsertOptions, StoredEvent, WrittenEvent } from '../storage/store.js';
 import { firingEventOf } from './event-view.js';
 import type { FiredEvent, PlannedEvent } from './types.js';
 
@@ -46,6 +46,7 @@ export async function insertPlanned(
   rt: Runtime,
   planned: readonly PlannedEvent[],
   transaction: Transaction,
+  options?: InsertOptions,
 ): Promise<Inserted> {
   const kept = planned.filter((p) => p.suppression?.record !== false);
   const written =
@@ -54,6 +55,7 @@ export async function insertPlanned(
       : await rt.store.insertEvents(
           kept.map((p) => ({ ...p.row, deliveries: p.suppression ? [] : p.deliveries })),
           transaction,
+          options,
         );
   const duplicates = written.filter((w) => !w.inserted).map((w) => w.sequence);
   const stored =

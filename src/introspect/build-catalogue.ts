@@ -65,6 +65,7 @@ function catalogueEvent(
       typeof retention === 'object' ? Math.round(retention.days * SECONDS_PER_DAY) : null,
     deleteWhen: typeof retention === 'string' ? retention : null,
     migratesOlderRows: event.upgrade !== undefined,
+    codec: event.codec,
     fields: payloadFields(schema),
     schema,
     receivers: receivers.map(catalogueReceiver),

@@ -1,11 +1,20 @@
 import { EventEmitter } from 'node:events';
 import type { OutboxLogger } from './logger.js';
 
-/** What the relay reports, by event name. Listen with `outbox.on(name, listener)`. */
+/**
+ * What the relay reports, by event name. Listen with `outbox.on(name, listener)`.
+ *
+ * Every report about one event carries its `eventId`, the event's UUID (`OutboxEvent.id`,
+ * the `outbox-event-id` header): what receivers dedupe on and what `cancelDeliveries`,
+ * `replayEvents` and the logs name, so an observer can tie a failure to the event without
+ * a lookup by delivery id.
+ */
 export interface OutboxEventMap {
   /** A delivery succeeded. `delayMs` is the time since the event was recorded. */
   'relay:delivered': {
     deliveryId: string;
+    /** The event's UUID. */
+    eventId: string;
     receiverKey: string;
     eventName: string;
     attempt: number;
@@ -14,6 +23,8 @@ export interface OutboxEventMap {
   /** An attempt failed and will be retried at `nextAttemptAt`. */
   'relay:failed': {
     deliveryId: string;
+    /** The event's UUID. */
+    eventId: string;
     receiverKey: string;
     eventName: string;
     attempt: number;
@@ -23,20 +34,34 @@ export interface OutboxEventMap {
   /** A delivery was dead-lettered: its budget is spent, or it raised PermanentFailure. */
   'relay:deadLettered': {
     deliveryId: string;
+    /** The event's UUID. */
+    eventId: string;
     receiverKey: string;
     eventName: string;
     attempt: number;
     error: string;
   };
   /** A delivery names a receiver the config no longer declares. */
-  'relay:orphaned': { deliveryId: string; receiverKey: string; eventName: string };
+  'relay:orphaned': {
+    deliveryId: string;
+    /** The event's UUID. */
+    eventId: string;
+    receiverKey: string;
+    eventName: string;
+  };
   /** A database error the relay survived (it retries with backoff). */
   'relay:error': {
     error: unknown;
     during: 'claim' | 'record' | 'renew' | 'release' | 'wait' | 'prune';
   };
   /** An `onCommit` receiver threw; logged, never raised. */
-  'fire:onCommitFailed': { receiverKey: string; eventName: string; error: unknown };
+  'fire:onCommitFailed': {
+    receiverKey: string;
+    /** The event's UUID. */
+    eventId: string;
+    eventName: string;
+    error: unknown;
+  };
   /**
    * A claim statement returned (`rows` taken, possibly none), and how long it took on a
    * monotonic clock: what `outbox.metrics()` turns into `outbox_claim_duration_seconds`.

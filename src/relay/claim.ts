@@ -1,3 +1,4 @@
+import { ConfigurationError } from '../errors/outbox-error.js';
 import type { Runtime } from '../runtime.js';
 import type { ClaimedDelivery, ClaimOptions, ClaimToken } from '../storage/store.js';
 import { newClaimToken } from './claim-token.js';
@@ -17,6 +18,8 @@ export type ClaimRequest = Omit<ClaimOptions, 'token' | 'leaseUntil'> & {
    * `receiverKeys` / `excludeReceiverKeys` given as well, both hold.
    */
   readonly lanes?: readonly string[];
+  /** The lease to stamp, in seconds, in place of the claimed lanes' own. */
+  readonly leaseSeconds?: number;
 };
 
 /** One claim: its token, its rows, and the lease it stamped. */
@@ -40,7 +43,7 @@ export interface Claim {
 export async function claimBatch(rt: Runtime, request: ClaimRequest): Promise<Claim> {
   const token = newClaimToken(request.workerId, rt.clock, rt.state);
   const lanes = laneClaimOf(rt.config, rt.state.laneClaims, request.lanes);
-  const leaseSeconds = lanes.leaseSeconds;
+  const leaseSeconds = request.leaseSeconds ?? lanes.leaseSeconds;
   const leaseUntil = new Date(
     Math.max(request.now.getTime(), rt.clock().getTime()) + leaseSeconds * 1000,
   );
@@ -88,4 +91,23 @@ function keyFilter(
     receiverKeys,
     excludeReceiverKeys: excluded.length > 0 ? excluded : undefined,
   };
+}
+
+/** The longest worker id the `claimed_by` column holds. */
+const MAX_WORKER_ID = 255;
+
+/**
+ * Refuse a worker id the claim could not stamp: a non-empty string of at most 255
+ * characters (the `claimed_by` column), named in the message with the call.
+ *
+ * @throws {ConfigurationError} naming the call and the value.
+ */
+export function checkWorkerId(where: string, workerId: unknown): string {
+  if (typeof workerId !== 'string' || workerId.trim() === '' || workerId.length > MAX_WORKER_ID) {
+    throw new ConfigurationError(
+      `${where}({ workerId }) must be a non-empty string of at most ${MAX_WORKER_ID} characters, which names the worker on the rows it claims (got ${JSON.stringify(workerId)})`,
+      { path: 'workerId' },
+    );
+  }
+  return workerId;
 }

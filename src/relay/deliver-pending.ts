@@ -1,7 +1,7 @@
 import { type DeliveryStatus, zeroCounts } from '../declare/types.js';
 import { ConfigurationError } from '../errors/outbox-error.js';
 import type { Runtime } from '../runtime.js';
-import { claimBatch } from './claim.js';
+import { checkWorkerId, claimBatch } from './claim.js';
 import { deliverBatch } from './deliver-batch.js';
 import { type LaneControl, lanesNotSetAside, servedLanes } from './lanes.js';
 import { checkTopics } from './relay-topics.js';
@@ -36,6 +36,13 @@ export interface DeliverPendingOptions {
   readonly topics?: readonly string[];
   /** Leave these topics' events out (names and `prefix*` patterns). */
   readonly excludeTopics?: readonly string[];
+  /**
+   * Names this call on the rows it claims (`claimed_by`), as `runRelay({ workerId })`
+   * does: a cron job or a worker of the app's own that wants its claims told apart from a
+   * relay's in the rows and the logs. A non-empty string of at most 255 characters.
+   * @defaultValue `host:pid:random:pending`
+   */
+  readonly workerId?: string;
 }
 
 /**
@@ -74,7 +81,10 @@ export async function deliverPending(
     setAside: (lane) => aside.has(lane),
     defer: (lane) => void aside.add(lane),
   };
-  const workerId = `${rt.processId}:pending`;
+  const workerId =
+    options.workerId === undefined
+      ? `${rt.processId}:pending`
+      : checkWorkerId('deliverPending', options.workerId);
   // With a `now` ahead of the real clock, a row a receiver rescheduled in place (NotYet)
   // would be claimable again at once: such a row is attempted at most once per call (left
   // out of later claims by id; on the real clock none is, see below). A

@@ -20,6 +20,7 @@ export function reportAcknowledged(rt: Runtime, row: ClaimedDelivery): void {
   if (!rt.events.listens('relay:delivered')) return;
   rt.events.emit('relay:delivered', {
     deliveryId: row.id,
+    eventId: row.event.uuid,
     receiverKey: row.receiverKey,
     eventName: row.event.name,
     attempt: row.attempts + 1,
@@ -87,6 +88,7 @@ export async function reportVerdicts(
 function emitDelivered(rt: Runtime, { row, outcome: o }: RecordedVerdict, atMs: number): void {
   rt.events.emit('relay:delivered', {
     deliveryId: o.id,
+    eventId: row.event.uuid,
     receiverKey: row.receiverKey,
     eventName: row.event.name,
     attempt: o.attempts,
@@ -96,7 +98,12 @@ function emitDelivered(rt: Runtime, { row, outcome: o }: RecordedVerdict, atMs: 
 
 /** A recorded verdict other than a success: its log line and its observer event. */
 function emitVerdict(rt: Runtime, { row, outcome: o, error }: RecordedVerdict): void {
-  const about = { deliveryId: o.id, receiverKey: row.receiverKey, eventName: row.event.name };
+  const about = {
+    deliveryId: o.id,
+    eventId: row.event.uuid,
+    receiverKey: row.receiverKey,
+    eventName: row.event.name,
+  };
   switch (o.status) {
     case 'failed': {
       const deferred = o.attempts === row.attempts;

@@ -162,6 +162,17 @@ export interface DialectCapabilities {
   readonly notifiesInWrite: boolean;
 }
 
+/** How one `insertEvents` call writes, beside its rows. */
+export interface InsertOptions {
+  /**
+   * `false`: queue no LISTEN/NOTIFY wakeup in this write, although the store has a channel
+   * (`fire(…, { wakeup: false })`, or a write folded into an earlier NOTIFY by the
+   * wakeup's `notifyCoalesceMs`). A store without a channel ignores it.
+   * @defaultValue true
+   */
+  readonly notify?: boolean;
+}
+
 /** The event log: writes events (with the delivery rows they owe) and reads them back. */
 export interface EventLog {
   /**
@@ -169,7 +180,11 @@ export interface EventLog {
    * idempotency key that already exists write nothing and return the stored event.
    * Returns one entry per input, in input order.
    */
-  insertEvents(events: readonly EventRowInput[], transaction: Transaction): Promise<WrittenEvent[]>;
+  insertEvents(
+    events: readonly EventRowInput[],
+    transaction: Transaction,
+    options?: InsertOptions,
+  ): Promise<WrittenEvent[]>;
   /** Read events (by sequence order), optionally of one name; inside `transaction` if given. */
   readEvents(
     filter: { name?: string; sequences?: readonly string[] },

@@ -3,14 +3,16 @@
  * Redis Streams entry and a webhook request carry the same event the same way (the
  * topic-outbox reference's "Deliveries"), and a custom `OutboxDelivery` can send it too:
  *
- * - the body: the payload's JSON, encoded by the outbox's codec (a `Date` as ISO text, a
- *   bigint as decimal text), exactly as it is stored;
+ * - the body: the payload's JSON, encoded by the event's codec (a `Date` as ISO text, a
+ *   bigint as decimal text; superjson's document for a superjson event), exactly as it is
+ *   stored;
  * - the headers: the event's own headers (a trace context among them when tracing is on),
  *   plus `outbox-event-id` (what consumers deduplicate on) and `outbox-topic`;
  * - the key: the ordering key, so a broker that partitions by key keeps a key's events in
  *   one partition, in order.
  */
 import { encodeJson } from '../codec/json.js';
+import { codecOfHeaders, jsonCodec } from '../codec/payload-codec.js';
 import type { OutboxEvent } from '../declare/types.js';
 
 /** The header naming the event's UUIDv7, what consumers deduplicate on. */
@@ -23,9 +25,17 @@ export const TOPIC_HEADER = 'outbox-topic';
  */
 export const ORDERING_KEY_HEADER = 'outbox-ordering-key';
 
-/** The message body of an event: its payload's JSON, as the outbox stores it. */
+/**
+ * The message body of an event: its payload's JSON, as the outbox stores it — by the codec
+ * the event's `outbox-codec` header names (a superjson event's body is superjson's
+ * `{ json, meta }` document, and the header travels with it, so a consumer knows to
+ * `SuperJSON.deserialize` it), else the JSON codec.
+ */
 export function getBody(event: OutboxEvent): string {
-  return encodeJson(event.payload);
+  const codec = codecOfHeaders(event.headers);
+  return codec && codec !== jsonCodec
+    ? codec.encode(event.payload, 'payload').text
+    : encodeJson(event.payload);
 }
 
 /**

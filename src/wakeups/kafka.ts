@@ -20,6 +20,11 @@ export interface KafkaWakeupClient {
   producer(config?: Record<string, unknown>): unknown;
   /** A new consumer in group `groupId`, which receives them (kafkajs `kafka.consumer()`). */
   consumer(config: { groupId: string } & Record<string, unknown>): unknown;
+  /**
+   * A new admin client (kafkajs `kafka.admin()`), which creates the signals topic
+   * (`createTopic`); without it the topic is left to the cluster's auto-creation.
+   */
+  admin?(config?: Record<string, unknown>): unknown;
 }
 
 /** Options of {@link kafkaWakeup}. Give `brokers` or `client`, not both. */
@@ -32,13 +37,34 @@ export interface KafkaWakeupOptions {
    */
   readonly client?: KafkaWakeupClient;
   /**
-   * The topic signals travel on. Give each outbox sharing one cluster its own. Where the
-   * cluster does not create topics on first use, create it yourself: one partition is
-   * plenty, and a short retention (`retention.ms=60000`, as the reference's) keeps it
-   * small — a signal is worth nothing a minute later.
+   * The topic signals travel on. Give each outbox sharing one cluster its own. The wakeup
+   * creates it (see `createTopic`).
    * @defaultValue `'outboxkit.wakeup'`
    */
   readonly topic?: string;
+  /**
+   * Create the signals topic before the first signal or subscription, if it does not
+   * exist: ONE partition (a signal needs no parallelism, and one partition keeps a
+   * listener's assignment trivial), `replicationFactor`, and `retention.ms` =
+   * `retentionMs`, one minute by default (the reference's): a signal is worth nothing a
+   * minute later, since relays read from the end and poll anyway. An existing topic is
+   * left as it is. A creation the cluster refuses (no CREATE permission, a managed
+   * cluster) is logged as a warning once and the topic is left to the cluster's
+   * auto-creation (or to you: create it with the settings above). `false` creates nothing.
+   * @defaultValue true
+   */
+  readonly createTopic?: boolean;
+  /**
+   * How long the created signals topic keeps a signal, in milliseconds (`retention.ms`).
+   * @defaultValue 60000
+   */
+  readonly retentionMs?: number;
+  /**
+   * The replication factor of the created signals topic; `-1` takes the broker's default
+   * (`default.replication.factor`, Kafka 2.4+).
+   * @defaultValue 1, as the reference's: a lost signal costs one poll interval
+   */
+  readonly replicationFactor?: number;
   /** The client id of a client built from `brokers`. @defaultValue `'outboxkit-wakeup'` */
   readonly clientId?: string;
   /**
@@ -81,6 +107,9 @@ const KAFKA_WAKEUP_OPTIONS = optionNames<KafkaWakeupOptions>()([
   'maxFailures',
   'scheduler',
   'joinTimeoutMs',
+  'createTopic',
+  'retentionMs',
+  'replicationFactor',
 ]);
 
 /**
@@ -108,14 +137,20 @@ const KAFKA_WAKEUP_OPTIONS = optionNames<KafkaWakeupOptions>()([
  * warning, never thrown. kafkajs is loaded lazily (an optional peer dependency).
  * Capabilities: any dialect, signals sent after commit.
  *
+ * The signals topic is created before the first signal or subscription (`createTopic`):
+ * one partition, `retention.ms` one minute (`retentionMs`), replication factor 1
+ * (`replicationFactor`); an existing topic is left alone, and a cluster that refuses the
+ * creation leaves it to auto-creation with a warning.
+ *
  * @example
  * ```ts
  * const wakeup = kafkaWakeup({ brokers: 'localhost:9092' });
  * const outbox = createOutbox(config, { sequelize, wakeup });
  * ```
  * @throws ConfigurationError when neither or both of `brokers` and `client` are given, a
- *   broker is not `host:port`, the topic is not a legal topic name, or `maxFailures` is
- *   not an integer ≥ 1.
+ *   broker is not `host:port`, the topic is not a legal topic name, `maxFailures` is
+ *   not an integer ≥ 1, `retentionMs` not an integer ≥ 1, or `replicationFactor` neither
+ *   an integer ≥ 1 nor -1.
  */
 export function kafkaWakeup(options: KafkaWakeupOptions): OutboxWakeup {
   checkOptionNames('kafkaWakeup', options, KAFKA_WAKEUP_OPTIONS);
@@ -131,6 +166,16 @@ export function kafkaWakeup(options: KafkaWakeupOptions): OutboxWakeup {
       `${who}({ topic }) must be a topic name (1-249 of a-z A-Z 0-9 . _ -) (got ${JSON.stringify(topic)})`,
     );
   const maxFailures = checkMaxFailures(who, options.maxFailures);
+  const retentionMs = options.retentionMs ?? SIGNAL_RETENTION_MS;
+  if (!Number.isInteger(retentionMs) || retentionMs < 1)
+    throw new ConfigurationError(
+      `${who}({ retentionMs }) must be an integer number of milliseconds ≥ 1 (got ${String(options.retentionMs)})`,
+    );
+  const replicationFactor = options.replicationFactor ?? 1;
+  if (!Number.isInteger(replicationFactor) || (replicationFactor < 1 && replicationFactor !== -1))
+    throw new ConfigurationError(
+      `${who}({ replicationFactor }) must be an integer ≥ 1, or -1 for the broker's default (got ${String(options.replicationFactor)})`,
+    );
   const maxWaitMs = options.maxWaitMs ?? 1_000;
   const joinTimeoutMs = options.joinTimeoutMs ?? 30_000;
   let logger = options.logger ?? consoleLogger;
@@ -156,11 +201,36 @@ export function kafkaWakeup(options: KafkaWakeupOptions): OutboxWakeup {
     return kafkaClient;
   };
 
+  // ---- the signals topic ---------------------------------------------------------------
+  /** Settled once the topic exists, or once an attempt failed; never rejects. */
+  let topicReady: Promise<void> | undefined;
+  /** A failed creation is warned of once, and tried again at the next (re)connect. */
+  let warned = false;
+  const ensureTopic = (): Promise<void> => {
+    if (options.createTopic === false) return Promise.resolve();
+    topicReady ??= createSignalsTopic(client, { topic, retentionMs, replicationFactor }).then(
+      undefined,
+      (error: unknown) => {
+        topicReady = undefined;
+        if (warned) return;
+        warned = true;
+        logger.warn(
+          `kafkaWakeup could not create its signals topic "${topic}" (1 partition, retention.ms=${retentionMs}); leaving it to the cluster's auto-creation — create it yourself where that is off`,
+          { error: error instanceof Error ? error.message : String(error) },
+        );
+      },
+    );
+    return topicReady;
+  };
+
   // ---- signalling ----------------------------------------------------------------------
   let producer: Promise<Producer> | undefined;
+  /** The signals being sent, which `close()` lets finish before it disconnects. */
+  const sends = new Set<Promise<void>>();
   const producing = (): Promise<Producer> => {
     producer ??= (async () => {
       const kafkajs = await loadKafkajs(`${who}()`);
+      await ensureTopic();
       const p = (await client()).producer({
         allowAutoTopicCreation: true,
         createPartitioner: kafkajs.Partitioners.DefaultPartitioner,
@@ -189,6 +259,7 @@ export function kafkaWakeup(options: KafkaWakeupOptions): OutboxWakeup {
     maxFailures,
     scheduler: options.scheduler,
     async connect({ signal, lost }) {
+      await ensureTopic();
       const consumer = (await client()).consumer({
         groupId: `outboxkit-wakeup.${hostname()}.${process.pid}.${randomBytes(4).toString('hex')}`,
         maxWaitTimeInMs: maxWaitMs,
@@ -250,13 +321,19 @@ export function kafkaWakeup(options: KafkaWakeupOptions): OutboxWakeup {
     signal(topics) {
       if (closed) return;
       const value = JSON.stringify([...topics]);
-      producing()
-        .then((p) => p.send({ topic, acks: 1, messages: [{ value }] }))
-        .catch((error: unknown) => {
-          logger.warn(`kafkaWakeup could not send a signal on "${topic}"; relays poll instead`, {
-            error: error instanceof Error ? error.message : String(error),
-          });
-        });
+      const sending = producing()
+        // A send started after close() would connect the producer again, past its disconnect.
+        .then((p) => (closed ? undefined : p.send({ topic, acks: 1, messages: [{ value }] })))
+        .then(
+          () => {},
+          (error: unknown) => {
+            logger.warn(`kafkaWakeup could not send a signal on "${topic}"; relays poll instead`, {
+              error: error instanceof Error ? error.message : String(error),
+            });
+          },
+        )
+        .finally(() => sends.delete(sending));
+      sends.add(sending);
     },
     async listen(onSignal, context?: WakeupListenContext) {
       if (!options.logger && context?.logger) logger = context.logger;
@@ -266,12 +343,63 @@ export function kafkaWakeup(options: KafkaWakeupOptions): OutboxWakeup {
     async close() {
       closed = true;
       await subscription.close();
+      // The signals in flight first: a producer disconnected mid-send leaves its sockets.
+      await withinMs(Promise.all([...sends]), CLOSE_WAIT_MS);
       const p = producer;
       producer = undefined;
       const made = await p?.catch(() => undefined);
       if (made) await withinMs(made.disconnect(), CLOSE_WAIT_MS);
     },
   };
+}
+
+/** How long the created signals topic keeps a signal: a minute, as the reference's. */
+const SIGNAL_RETENTION_MS = 60_000;
+
+/** What a kafkajs admin client is asked for here. */
+interface SignalsAdmin {
+  connect(): Promise<void>;
+  disconnect(): Promise<void>;
+  createTopics(request: {
+    topics: {
+      topic: string;
+      numPartitions: number;
+      replicationFactor: number;
+      configEntries: { name: string; value: string }[];
+    }[];
+    waitForLeaders: boolean;
+  }): Promise<boolean>;
+}
+
+/**
+ * Create the signals topic (one partition, the retention asked) unless it exists (kafkajs
+ * answers `false` then, without an error); nothing for a client without `admin()`.
+ */
+async function createSignalsTopic(
+  client: () => Promise<Kafka>,
+  want: { topic: string; retentionMs: number; replicationFactor: number },
+): Promise<void> {
+  let admin: SignalsAdmin | undefined;
+  try {
+    const kafka = (await client()) as unknown as KafkaWakeupClient;
+    if (typeof kafka.admin !== 'function') return;
+    admin = kafka.admin() as SignalsAdmin;
+    await admin.connect();
+    // false (not an error) when the topic exists already: it is left as it is.
+    await admin.createTopics({
+      topics: [
+        {
+          topic: want.topic,
+          numPartitions: 1,
+          replicationFactor: want.replicationFactor,
+          configEntries: [{ name: 'retention.ms', value: String(want.retentionMs) }],
+        },
+      ],
+      waitForLeaders: true,
+    });
+  } finally {
+    await admin?.disconnect().catch(() => {});
+  }
 }
 
 /** The topics of a signal record: a JSON array of names; anything else reads as "look". */

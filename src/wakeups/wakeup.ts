@@ -11,7 +11,15 @@ export interface WakeupCapabilities {
    * `fire()` then sends nothing after commit. Needs a store that can notify in its write
    * (PostgreSQL).
    */
-  readonly notifyInWrite?: { readonly channel: string };
+  readonly notifyInWrite?: {
+    readonly channel: string;
+    /**
+     * At most one NOTIFY per this many milliseconds from one outbox instance, the rest
+     * folded into a trailing one (see `listenNotifyWakeup({ notifyCoalesceMs })`); none
+     * when omitted or 0.
+     */
+    readonly coalesceMs?: number;
+  };
   /**
    * The dialects the wakeup can serve (Sequelize's names: `postgres`, `sqlite`, …);
    * any when omitted.

@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import * as entry from '../../catalogue/index.js';
 import { renderCatalogueJson } from '../../catalogue/render-json.js';
 import { renderCatalogueMarkdown } from '../../catalogue/render-markdown.js';
 import { buildCatalogue } from '../../src/introspect/index.js';
@@ -12,6 +13,12 @@ describe('rendering the catalogue', () => {
       expect(text.endsWith('\n')).toBe(true);
       expect(text.endsWith('\n\n')).toBe(false);
     }
+  });
+
+  it('outboxkit/catalogue exports both renderers, rendering what codegen writes', () => {
+    expect(Object.keys(entry).sort()).toEqual(['renderCatalogueJson', 'renderCatalogueMarkdown']);
+    expect(entry.renderCatalogueJson(catalogue)).toBe(renderCatalogueJson(catalogue));
+    expect(entry.renderCatalogueMarkdown(catalogue)).toBe(renderCatalogueMarkdown(catalogue));
   });
 
   it('JSON round-trips to the same catalogue', () => {
@@ -33,7 +40,7 @@ describe('rendering the catalogue', () => {
 
       ## \`shop.OrderCancelled\` (v1)
 
-      Retention: kept 2 days.
+      Retention: kept 2 days. Payload codec: \`json\`.
 
       ### Payload
 
@@ -52,7 +59,7 @@ describe('rendering the catalogue', () => {
 
       A customer placed an order.
 
-      Retention: the outbox default (\`settings.retentionDays\`).
+      Retention: the outbox default (\`settings.retentionDays\`). Payload codec: \`json\`.
 
       ### Payload
 

@@ -20,6 +20,7 @@ const MODULES: Record<string, string> = {
   outboxkit: 'src/index.ts',
   'outboxkit/testing': 'testing/index.ts',
   'outboxkit/testing/conformance': 'testing/conformance/index.ts',
+  'outboxkit/catalogue': 'catalogue/index.ts',
   'outboxkit/opentelemetry': 'src/observe/opentelemetry/index.ts',
   'outboxkit/console': 'console/index.ts',
   // the user's outbox.config.ts and what `npx outbox codegen` writes from it

@@ -175,12 +175,13 @@ describeEachDialect('fire()', (dialect) => {
 
     onCommitShouldThrow = true;
     const failures: string[] = [];
-    const off = outbox.on('fire:onCommitFailed', (f) => failures.push(f.receiverKey));
-    await expect(
-      outbox.fire('shop.OrderPlaced', { orderId: 'oc2', totalCents: 1 }),
-    ).resolves.toMatchObject({ duplicate: false });
+    const off = outbox.on('fire:onCommitFailed', (f) =>
+      failures.push(`${f.receiverKey} ${f.eventId}`),
+    );
+    const fired = await outbox.fire('shop.OrderPlaced', { orderId: 'oc2', totalCents: 1 });
+    expect(fired).toMatchObject({ duplicate: false });
     off();
-    expect(failures).toEqual(['log.placed']);
+    expect(failures).toEqual([`log.placed ${fired.id}`]);
   });
 
   it('signals the wakeup once per transaction, after commit, with the topics written', async () => {

@@ -11,14 +11,17 @@ import {
   type Outbox,
   receiver,
   silentLogger,
+  ValidationError,
 } from '../../src/index.js';
 import type { TestDatabase } from '../../testing/databases.js';
 import { describeEachDialect } from '../support/dialects.js';
 import { eventCount } from './support.js';
 
 const Placed = event({ schema: z.object({ orderId: z.string() }) });
+const Consumed = event({ schema: z.object({ orderId: z.string() }), retention: 'succeeded' });
+const Settled = event({ schema: z.object({ orderId: z.string() }), retention: 'settled' });
 const config = defineOutbox({
-  events: { 'shop.OrderPlaced': Placed },
+  events: { 'shop.OrderPlaced': Placed, 'shop.Consumed': Consumed, 'shop.Settled': Settled },
   receivers: { 'mail.confirm': receiver(Placed, { handle: () => {} }) },
 });
 
@@ -107,6 +110,38 @@ describeEachDialect('fire() refuses what would go wrong silently or cryptically'
     expect(await eventCount(outbox)).toBe(before);
     // The outbox that is still open fires as before.
     await outbox.fire('shop.OrderPlaced', { orderId: 'still-open' });
+    expect(await eventCount(outbox)).toBe(before + 1);
+  });
+
+  it('an idempotency key on an event deleted once consumed is refused, before anything is written', async () => {
+    await outbox.migrate();
+    const before = await eventCount(outbox);
+    for (const [name, retention] of [
+      ['shop.Consumed', 'succeeded'],
+      ['shop.Settled', 'settled'],
+    ] as const) {
+      for (const attempt of [
+        () => outbox.fire(name, { orderId: 'k' }, { idempotencyKey: `k-${name}` }),
+        () =>
+          outbox.fireMany([
+            { name: 'shop.OrderPlaced', payload: { orderId: 'fine' } },
+            { name, payload: { orderId: 'k' }, idempotencyKey: `k-${name}` },
+          ]),
+      ]) {
+        const error = await attempt().then(
+          () => undefined,
+          (e: unknown) => e,
+        );
+        expect(error).toBeInstanceOf(ValidationError);
+        expect((error as ValidationError).path).toBe('idempotencyKey');
+        expect((error as Error).message).toContain(
+          `${name} is deleted once consumed (retention "${retention}"), so an idempotencyKey would protect only until the prune`,
+        );
+      }
+    }
+    expect(await eventCount(outbox)).toBe(before);
+    // Without the key, the same events fire.
+    await outbox.fire('shop.Consumed', { orderId: 'no-key' });
     expect(await eventCount(outbox)).toBe(before + 1);
   });
 });

@@ -421,6 +421,7 @@ describe(`[slow] the packed tarball, installed in a fresh app with sequelize@${L
       'src/index',
       'testing/index',
       'testing/conformance/index',
+      'catalogue/index',
       'src/observe/opentelemetry/index',
       'console/index',
     ]) {
@@ -488,6 +489,18 @@ describe(`[slow] the packed tarball, installed in a fresh app with sequelize@${L
         const packages = packagesOf(loaded('outboxkit'));
         expect(packages).toContain('outboxkit');
         expect(packages).toContain('sequelize');
+        expect(packages.filter((p) => TOOLING.includes(p))).toEqual([]);
+        // The superjson payload codec loads its package on the first superjson payload.
+        expect(packages).not.toContain('superjson');
+      },
+      STEP_MS,
+    );
+
+    it(
+      "import('outboxkit/catalogue') loads no handlebars either: renderCatalogueMarkdown requires it on its first call",
+      () => {
+        const packages = packagesOf(loaded('outboxkit/catalogue'));
+        expect(packages).toContain('outboxkit');
         expect(packages.filter((p) => TOOLING.includes(p))).toEqual([]);
       },
       STEP_MS,

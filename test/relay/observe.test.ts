@@ -87,6 +87,41 @@ describeEachDialect('relay: observing the relay', (dialect) => {
     expect(failedAt).toEqual([new Date(T0.getTime() + 5_000)]);
   });
 
+  it("every observer event about an event carries the event's UUID", async () => {
+    const tablePrefix = freshPrefix();
+    const old = await openOutbox(
+      db,
+      defineOutbox({
+        events: { 'crm.Signup': Signup },
+        receivers: { 'crm.removed': receiver(Signup, { handle: () => {} }) },
+      }),
+      { tablePrefix },
+    );
+    const orphan = await old.fire('crm.Signup', { user: 'old' });
+    const outbox = await openOutbox(db, config(), { tablePrefix, clock: testClock().now });
+    const fired = await outbox.fire('crm.Signup', { user: 'ann' });
+    const ids: Record<string, string> = {};
+    outbox.on('relay:delivered', (e) => {
+      ids.delivered = e.eventId;
+    });
+    outbox.on('relay:failed', (e) => {
+      ids.failed = e.eventId;
+    });
+    outbox.on('relay:deadLettered', (e) => {
+      ids.deadLettered = e.eventId;
+    });
+    outbox.on('relay:orphaned', (e) => {
+      ids.orphaned = e.eventId;
+    });
+    await outbox.runRelay({ passes: 1, sleep: shortSleep() });
+    expect(ids).toEqual({
+      delivered: fired.id,
+      failed: fired.id,
+      deadLettered: fired.id,
+      orphaned: orphan.id,
+    });
+  });
+
   it('a listener that throws is caught and logged, and never stops the relay', async () => {
     const logger = captureLogger();
     const outbox = await openOutbox(db, config(), { logger, clock: testClock().now });

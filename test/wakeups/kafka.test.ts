@@ -18,6 +18,7 @@ import { describeEachDialect } from '../support/dialects.js';
 import {
   cuttableKafka,
   KAFKA_BROKERS,
+  testKafka,
   testProducer,
   uniqueTopic,
 } from '../transports/kafka-support.js';
@@ -77,6 +78,12 @@ describe('kafkaWakeup: options', () => {
     ).toThrowErrorMatchingInlineSnapshot(
       `[ConfigurationError: kafkaWakeup({ maxFailures }) must be an integer ≥ 1 (got 0)]`,
     );
+    expect(() => kafkaWakeup({ brokers: 'a:9092', retentionMs: 0 })).toThrow(
+      /retentionMs \}\) must be an integer number of milliseconds ≥ 1/,
+    );
+    expect(() => kafkaWakeup({ brokers: 'a:9092', replicationFactor: 0 })).toThrow(
+      /replicationFactor \}\) must be an integer ≥ 1, or -1/,
+    );
   });
 
   it('needs nothing of the database: any dialect, the signal sent after commit', () => {
@@ -85,6 +92,117 @@ describe('kafkaWakeup: options', () => {
 });
 
 describeKafka('kafkaWakeup', () => {
+  /**
+   * A client of the test cluster whose `admin()` records what it is asked to create
+   * (librdkafka's mock cluster names a controller it does not have, so kafkajs's
+   * createTopics cannot reach it: what the wakeup asks for is asserted here, and the
+   * refusal path against the mock itself below).
+   */
+  function recordingAdminClient(answer: () => Promise<boolean>) {
+    const asked: unknown[] = [];
+    const real = testKafka();
+    return {
+      asked,
+      client: {
+        producer: (config?: Record<string, unknown>) => real.producer(config),
+        consumer: (config: { groupId: string } & Record<string, unknown>) => real.consumer(config),
+        admin: () => ({
+          connect: async () => {},
+          disconnect: async () => {},
+          createTopics: (request: unknown) => {
+            asked.push(request);
+            return answer();
+          },
+        }),
+      },
+    };
+  }
+
+  it('creates its signals topic before the first signal: one partition, retention.ms one minute, replication factor 1 — once', async () => {
+    const topic = uniqueTopic('wake');
+    const { asked, client } = recordingAdminClient(async () => true);
+    const wakeup = kafkaWakeup({ client, topic, logger: silentLogger, ...FAST });
+    const e = ear();
+    try {
+      await wakeup.listen(e.onSignal, context);
+      wakeup.signal(['shop.Placed']);
+      await waitFor(() => e.heard.length > 0, 'the signal', 15_000);
+      wakeup.signal(['shop.Shipped']);
+      await waitFor(() => e.heard.length > 1, 'the second signal', 15_000);
+      expect(asked).toEqual([
+        {
+          topics: [
+            {
+              topic,
+              numPartitions: 1,
+              replicationFactor: 1,
+              configEntries: [{ name: 'retention.ms', value: '60000' }],
+            },
+          ],
+          waitForLeaders: true,
+        },
+      ]);
+    } finally {
+      await wakeup.close();
+    }
+  }, 60_000);
+
+  it('asks for the retention and replication given, and nothing with createTopic: false', async () => {
+    const topic = uniqueTopic('wake');
+    const { asked, client } = recordingAdminClient(async () => false);
+    const wakeup = kafkaWakeup({
+      client,
+      topic,
+      retentionMs: 5_000,
+      replicationFactor: -1,
+      logger: silentLogger,
+      ...FAST,
+    });
+    const quiet = recordingAdminClient(async () => true);
+    const none = kafkaWakeup({ client: quiet.client, topic, createTopic: false, ...FAST });
+    try {
+      wakeup.signal(['a']);
+      none.signal(['b']);
+      await waitFor(() => asked.length > 0, 'the creation', 15_000);
+      expect(asked).toMatchObject([
+        {
+          topics: [
+            {
+              replicationFactor: -1,
+              configEntries: [{ name: 'retention.ms', value: '5000' }],
+            },
+          ],
+        },
+      ]);
+      expect(quiet.asked).toEqual([]);
+    } finally {
+      await wakeup.close();
+      await none.close();
+    }
+  }, 60_000);
+
+  it('a cluster that refuses the creation is warned of once, and the signals still flow on the auto-created topic', async () => {
+    const { logger, lines } = recordingLogger();
+    const wakeup = kafkaWakeup({
+      brokers: KAFKA_BROKERS!,
+      topic: uniqueTopic('wake'),
+      logger,
+      ...FAST,
+    });
+    const e = ear();
+    try {
+      await wakeup.listen(e.onSignal, context);
+      wakeup.signal(['shop.Placed']);
+      await waitFor(() => e.heard.length > 0, 'the signal', 15_000);
+      expect(e.heard).toEqual([['shop.Placed']]);
+      expect(lines.map((l) => l.message.replace(/"obk-test-wake-\w+"/, '"…"'))).toEqual([
+        `kafkaWakeup could not create its signals topic "…" (1 partition, retention.ms=60000); leaving it to the cluster's auto-creation — create it yourself where that is off`,
+      ]);
+    } finally {
+      await wakeup.close();
+    }
+  }, 60_000);
+
   it('reads the signals topic from its end, outside any shared group: two processes each hear every signal, and none hears an old one', async () => {
     const topic = uniqueTopic('wake');
     // A signal sent before anyone listens: nobody may replay it.
@@ -169,6 +287,8 @@ describeKafka('kafkaWakeup', () => {
     const wakeup = kafkaWakeup({
       client: path.client({ retry: { retries: 0 } }),
       topic: uniqueTopic('wake'),
+      // What is counted here is the subscription's failures, not the topic's creation.
+      createTopic: false,
       logger,
       scheduler: time.scheduler,
       ...FAST,

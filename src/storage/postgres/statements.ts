@@ -200,7 +200,7 @@ export function postgresInsert(
         }
       )${
         notifyChannel
-          ? `, n AS (SELECT pg_notify($${NOTIFY_CHANNEL_PARAM}, t.name) FROM (SELECT DISTINCT name FROM e) t)
+          ? `, n AS (SELECT pg_notify($${NOTIFY_CHANNEL_PARAM}, t.name) FROM (SELECT DISTINCT name FROM e) t WHERE $${NOTIFY_CHANNEL_PARAM}::text IS NOT NULL)
       SELECT e.id::text AS sequence, e.uuid::text AS uuid, (SELECT count(*) FROM n) AS notified FROM e`
           : `
       SELECT e.id::text AS sequence, e.uuid::text AS uuid FROM e`
@@ -237,7 +237,7 @@ export function postgresInsertOne(
         FROM e
       )${
         notifyChannel
-          ? `, n AS (SELECT pg_notify($${ONE_NOTIFY_CHANNEL_PARAM}, e.name) FROM e)
+          ? `, n AS (SELECT pg_notify($${ONE_NOTIFY_CHANNEL_PARAM}, e.name) FROM e WHERE $${ONE_NOTIFY_CHANNEL_PARAM}::text IS NOT NULL)
       SELECT e.id::text AS sequence, e.uuid::text AS uuid, (SELECT count(*) FROM n) AS notified FROM e`
           : `
       SELECT e.id::text AS sequence, e.uuid::text AS uuid FROM e`
@@ -282,7 +282,9 @@ export function postgresStatements(
      * the caller's transaction is not aborted) and, being absent from `e`, writes no
      * delivery rows; a batch with no key at all takes the `…Keyless` form, without it. With a notify channel, one NOTIFY per topic is queued in the same
      * transaction; PostgreSQL sends it on commit, drops it on rollback, and folds repeats
-     * within a transaction.
+     * within a transaction. A NULL channel queues none (`fire(…, { wakeup: false })`, or a
+     * write folded into an earlier NOTIFY by `notifyCoalesceMs`): one statement text
+     * either way, so the prepared statement serves both.
      *
      * Params: $1..$15 the event columns as arrays (EVENT_INSERT_COLUMNS); $16..$21 the
      * delivery columns as arrays, keyed by event uuid ($16); $22 the channel.

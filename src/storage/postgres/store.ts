@@ -15,6 +15,7 @@ import type {
   ClaimToken,
   DeliveryRowInput,
   EventRowInput,
+  InsertOptions,
   Outcome,
   WrittenEvent,
 } from '../store.js';
@@ -207,13 +208,16 @@ export class PostgresStore extends SqlStore {
   async insertEvents(
     events: readonly EventRowInput[],
     transaction: Transaction,
+    options?: InsertOptions,
   ): Promise<WrittenEvent[]> {
     if (events.length === 0) return [];
     const one = events.length === 1 ? events[0] : undefined;
+    // A NULL channel queues no NOTIFY (the statements' `WHERE $n IS NOT NULL`).
+    const channel = options?.notify === false ? null : this.notifyChannel;
     const written =
       one?.deliveries.length === 1
-        ? await this.#insertOne(one, one.deliveries[0] as DeliveryRowInput, transaction)
-        : await this.#insertMany(events, transaction);
+        ? await this.#insertOne(one, one.deliveries[0] as DeliveryRowInput, transaction, channel)
+        : await this.#insertMany(events, transaction, channel);
     return this.withRepeats(events, new Map(written.map((r) => [r.uuid, r.sequence])), transaction);
   }
 
@@ -222,9 +226,10 @@ export class PostgresStore extends SqlStore {
     event: EventRowInput,
     delivery: DeliveryRowInput,
     transaction: Transaction,
+    channel: string | null | undefined,
   ): Promise<{ sequence: string; uuid: string }[]> {
     const bind = insertOneValues(event, delivery);
-    if (this.notifyChannel) bind.push(this.notifyChannel);
+    if (this.notifyChannel) bind.push(channel);
     const keyed = event.idempotencyKey !== null;
     const { rows } = await this.#prepared<{ sequence: string; uuid: string }>(
       keyed ? this.#insertOneName : this.#insertOneKeylessName,
@@ -239,6 +244,7 @@ export class PostgresStore extends SqlStore {
   async #insertMany(
     events: readonly EventRowInput[],
     transaction: Transaction,
+    channel: string | null | undefined,
   ): Promise<{ sequence: string; uuid: string }[]> {
     const deliveries = events.flatMap((e) =>
       e.deliveries.map((delivery) => ({ eventUuid: e.uuid, delivery })),
@@ -253,7 +259,7 @@ export class PostgresStore extends SqlStore {
           ...this.d.bindRows(events, EVENT_INSERT_COLUMNS),
           ...this.d.bindRows(deliveries, KEYED_DELIVERY_COLUMNS),
         ];
-    if (this.notifyChannel) bind.push(this.notifyChannel);
+    if (this.notifyChannel) bind.push(channel);
     const keyed = events.some((e) => e.idempotencyKey !== null);
     const [name, text] = json
       ? keyed

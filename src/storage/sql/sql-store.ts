@@ -29,6 +29,7 @@ import type {
   DueEvent,
   EventLockSelection,
   EventRowInput,
+  InsertOptions,
   LastSucceededRow,
   LockedEvent,
   OutboxStore,
@@ -85,6 +86,7 @@ export abstract class SqlStore implements OutboxStore {
   abstract insertEvents(
     events: readonly EventRowInput[],
     transaction: Transaction,
+    options?: InsertOptions,
   ): Promise<WrittenEvent[]>;
   abstract claim(options: ClaimOptions): Promise<ClaimedDelivery[]>;
   abstract recordOutcomes(outcomes: readonly Outcome[], token: ClaimToken): Promise<number>;

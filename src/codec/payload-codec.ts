@@ -1,0 +1,158 @@
+/**
+ * The payload codec seam (the domain-events reference's `PayloadCodec`): how a payload, as
+ * its zod schema parsed it, becomes the JSON the row stores, and comes back before the
+ * schema decodes it. The schema stays the one declaration of the payload's shape; the
+ * codec only decides which values survive the trip.
+ *
+ * Two codecs, chosen by name per event (`event({ codec })`) or per outbox
+ * (`settings.codec`):
+ *
+ * - **`json`** (the default): the exact JSON codec of ./json.ts — refuses, never changes,
+ *   a value JSON cannot hold; a `Date` is stored as ISO text (declare `z.coerce.date()`).
+ * - **`superjson`**: superjson's `{ json, meta }` document, so a `Date`, a `bigint`, a
+ *   `Map`, a `Set`, `undefined` in an array, `NaN` or a `RegExp` come back as themselves
+ *   (`z.date()`, `z.map()`… decode). superjson is an optional peer, loaded on the first
+ *   superjson payload (never by `import 'outboxkit'`).
+ *
+ * HOW A ROW RECORDS ITS CODEC: a row written by a codec other than `json` carries the
+ * header {@link CODEC_HEADER} (`outbox-codec: superjson`) in its `headers` column, and
+ * the decoder reads the codec from the row, never from today's config — so a row decodes
+ * with the codec it was written with even after the event's declaration changed codec,
+ * and a `json` row (every row written before codecs existed) needs no header. A header
+ * rather than a column: a column would be a schema change on every dialect, and the
+ * header travels with the event to transports (a consumer learns from the message how to
+ * decode its body) and to `OutboxEvent.headers`, where it is visible and reserved: `fire()`
+ * refuses a header of that name.
+ */
+import { createRequire } from 'node:module';
+import type { PayloadCodecName } from '../declare/event.js';
+import { ConfigurationError, ValidationError } from '../errors/outbox-error.js';
+import { type EncodedJson, encodeJsonValue } from './json.js';
+
+/** The header a row written by a codec other than `json` names it in. */
+export const CODEC_HEADER = 'outbox-codec';
+
+/**
+ * How a payload becomes the stored JSON, and comes back: see the module's comment.
+ */
+export interface PayloadCodec {
+  /** The name rows and the catalogue record: `json` or `superjson`. */
+  readonly name: PayloadCodecName;
+  /**
+   * The stored JSON text of a payload (as its schema parsed it); `reshaped` when a reader
+   * could see another shape than was passed, so `fire()` checks the schema still accepts
+   * what the relay will decode.
+   *
+   * @param root the value's name in messages and paths (`payload`).
+   * @throws {ValidationError} naming the path of a value the codec cannot store.
+   */
+  encode(payload: unknown, root: string): EncodedJson;
+  /** The payload from its stored JSON (already parsed), before the schema decodes it. */
+  decode(stored: unknown): unknown;
+}
+
+/** The exact JSON codec (./json.ts): the default. */
+export const jsonCodec: PayloadCodec = {
+  name: 'json',
+  encode: encodeJsonValue,
+  decode: (stored) => stored,
+};
+
+/** What the superjson codec uses of the package. */
+interface Superjson {
+  serialize(value: unknown): { json: unknown; meta?: unknown };
+  deserialize(document: { json: unknown; meta?: unknown }): unknown;
+}
+
+const require = createRequire(import.meta.url);
+let superjson: Superjson | undefined;
+
+/**
+ * superjson, loaded on first use: an optional peer (an ES module, which Node ≥ 20.19
+ * requires synchronously, so encoding and decoding stay synchronous functions).
+ *
+ * @throws {ConfigurationError} saying how to install it when it is missing.
+ */
+function loadSuperjson(): Superjson {
+  if (superjson) return superjson;
+  let module: Superjson & { default?: Superjson };
+  try {
+    module = require('superjson') as Superjson & { default?: Superjson };
+  } catch (error) {
+    const e = error as { code?: unknown; message?: unknown } | null;
+    if (e?.code === 'MODULE_NOT_FOUND' && String(e.message).includes("'superjson'")) {
+      throw new ConfigurationError(
+        "the superjson payload codec needs the superjson package, which is not installed: run `npm install superjson@^2` (or declare the event with codec: 'json')",
+        { cause: error },
+      );
+    }
+    throw error;
+  }
+  superjson = typeof module.serialize === 'function' ? module : module.default!;
+  return superjson;
+}
+
+/** What a superjson refusal adds: superjson carries more than JSON, but not everything. */
+const SUPERJSON_HINT =
+  ' (superjson carries Date, bigint, Map, Set, undefined, NaN and RegExp, and a class only once registered with SuperJSON.registerClass); nothing was written';
+
+/**
+ * The superjson codec: the stored payload is superjson's document `{ json, meta }` (`meta`
+ * left out when nothing needed it), its `json` part held to the JSON codec's refusals, so
+ * what superjson leaves as it is and JSON cannot hold (an instance of a class superjson
+ * was not told about, a NUL or a lone surrogate PostgreSQL's jsonb cannot store) is
+ * refused, naming its path in the payload. Always `reshaped`, so `fire()` checks that the
+ * schema takes back what superjson will return.
+ */
+export const superjsonCodec: PayloadCodec = {
+  name: 'superjson',
+  encode(payload, root) {
+    const { json, meta } = loadSuperjson().serialize(payload);
+    try {
+      // The document's `json` part is held to the JSON codec's refusals, named by the
+      // payload's own paths (`payload.price`, not `payload.json.price`).
+      const text = encodeJsonValue(json, root).text;
+      if (meta === undefined) return { text: `{"json":${text}}`, reshaped: true };
+      return { text: `{"json":${text},"meta":${JSON.stringify(meta)}}`, reshaped: true };
+    } catch (error) {
+      if (error instanceof ValidationError) {
+        throw new ValidationError(
+          error.message.replace(/; nothing was written$/, '') + SUPERJSON_HINT,
+          {
+            path: error.path,
+            cause: error.cause,
+          },
+        );
+      }
+      throw error;
+    }
+  },
+  decode(stored) {
+    if (typeof stored !== 'object' || stored === null || !('json' in stored)) {
+      throw new TypeError('the stored payload is not a superjson document { json, meta }');
+    }
+    return loadSuperjson().deserialize(stored as { json: unknown; meta?: unknown });
+  },
+};
+
+const CODECS: Readonly<Record<PayloadCodecName, PayloadCodec>> = {
+  json: jsonCodec,
+  superjson: superjsonCodec,
+};
+
+/** The codec of this name, or undefined for a name this version does not know. */
+export function codecNamed(name: string): PayloadCodec | undefined {
+  return Object.hasOwn(CODECS, name) ? CODECS[name as PayloadCodecName] : undefined;
+}
+
+/**
+ * The codec a stored event's headers name: {@link CODEC_HEADER}, else `json` (rows written
+ * by the default codec carry no header). `undefined` for a name this version does not know.
+ */
+export function codecOfHeaders(
+  headers: Readonly<Record<string, unknown>>,
+): PayloadCodec | undefined {
+  const name = headers[CODEC_HEADER];
+  if (name === undefined) return jsonCodec;
+  return typeof name === 'string' ? codecNamed(name) : undefined;
+}
