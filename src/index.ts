@@ -36,6 +36,7 @@ export type {
   EventOptions,
   EventRef,
   EventRoute,
+  ExecutionSite,
   FiringEvent,
   Handler,
   HandlerReceiverOptions,
@@ -151,6 +152,7 @@ export type { RequeueDeadOptions } from './ops/requeue.js';
 export type { CreateOutboxOptions, Outbox, TypedFireMessage } from './outbox.js';
 export { createOutbox } from './outbox.js';
 export { backoffSeconds } from './relay/backoff.js';
+export type { DeliverOneOptions } from './relay/deliver-one.js';
 export type { DeliverPendingOptions } from './relay/deliver-pending.js';
 export type { RelayReport, RunRelayOptions } from './relay/run-relay.js';
 export type { Scheduler, TimerHandle } from './runtime.js';
@@ -164,6 +166,7 @@ export {
   SCOPE_HEADER_PREFIX,
   suppressed,
 } from './scope/index.js';
+export type { TaskBackend, TaskHandOff } from './tasks/index.js';
 export type {
   KafkaClient,
   KafkaOptions,

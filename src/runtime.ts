@@ -7,6 +7,7 @@ import type { OutboxLogger } from './observe/logger.js';
 import type { LaneClaim } from './relay/lanes.js';
 import type { DialectEntry } from './storage/dialect-entry.js';
 import type { OutboxStore } from './storage/store.js';
+import type { TaskBackend } from './tasks/task-backend.js';
 import type { OutboxWakeup } from './wakeups/wakeup.js';
 
 /** A timer the {@link Scheduler} started; pass it back to cancel it. */
@@ -152,6 +153,13 @@ export interface Runtime {
    * the relay reads this field afresh at every attempt.
    */
   aroundDelivery?: readonly AroundDelivery[];
+  /**
+   * Where the relay hands the rows of `site: 'task'` receivers (`createOutbox({
+   * taskBackend })`); `undefined` when none is configured (then no receiver declares that
+   * site: createOutbox refuses it). Set once the outbox exists, since a backend may be
+   * made from the outbox itself (a test's inline backend).
+   */
+  taskBackend?: TaskBackend;
   /** What adds headers to every fired event (a trace context); `undefined` when nothing does. */
   readonly fireHeaders?: readonly FireHeaders[];
   /**

@@ -1,0 +1,1 @@
+export type { TaskBackend, TaskHandOff } from './task-backend.js';
