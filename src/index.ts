@@ -166,7 +166,21 @@ export {
   SCOPE_HEADER_PREFIX,
   suppressed,
 } from './scope/index.js';
-export type { TaskBackend, TaskHandOff } from './tasks/index.js';
+export type {
+  BullmqTaskBackendOptions,
+  BullmqTaskWorkerOptions,
+  PgBossTaskBackendOptions,
+  PgBossTaskWorkerOptions,
+  TaskBackend,
+  TaskHandOff,
+  TaskWorker,
+} from './tasks/index.js';
+export {
+  bullmqTaskBackend,
+  bullmqTaskWorker,
+  pgBossTaskBackend,
+  pgBossTaskWorker,
+} from './tasks/index.js';
 export type {
   KafkaClient,
   KafkaOptions,
