@@ -14,11 +14,7 @@
 import { checkOptionNames, optionNames } from '../declare/option-keys.js';
 import type { DeliveryStatus } from '../declare/types.js';
 import type { Outbox } from '../outbox.js';
-import {
-  checkPgBoss,
-  type PgBossJob,
-  queueCreator,
-} from '../transports/pg-boss/pg-boss-client.js';
+import { checkPgBoss, type PgBossJob, queueCreator } from '../transports/pg-boss/pg-boss-client.js';
 import { batcher, readHandOff } from './hand-off-message.js';
 import { checkQueueName, positiveInt, type TaskWorker } from './options.js';
 import type { TaskBackend, TaskHandOff } from './task-backend.js';
