@@ -181,6 +181,8 @@ export {
   pgBossTaskBackend,
   pgBossTaskWorker,
 } from './tasks/index.js';
+export type { BullmqTransportOptions } from './transports/bullmq/index.js';
+export { bullmqTransport } from './transports/bullmq/index.js';
 export type {
   KafkaClient,
   KafkaOptions,
@@ -196,6 +198,13 @@ export {
   ORDERING_KEY_HEADER,
   TOPIC_HEADER,
 } from './transports/message.js';
+export type {
+  PgBossClient,
+  PgBossJob,
+  PgBossJobInsert,
+  PgBossTransportOptions,
+} from './transports/pg-boss/index.js';
+export { pgBossTransport } from './transports/pg-boss/index.js';
 export type { RabbitmqOptions } from './transports/rabbitmq/index.js';
 export { rabbitmq } from './transports/rabbitmq/index.js';
 export type {
@@ -210,6 +219,7 @@ export {
   redisStreamFields,
   redisStreams,
 } from './transports/redis-streams/index.js';
+export type { TaskMessage } from './transports/task-message.js';
 export type {
   RouteDestination,
   TopicRouter,
