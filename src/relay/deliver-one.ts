@@ -3,7 +3,7 @@ import { ValidationError } from '../errors/outbox-error.js';
 import type { Runtime } from '../runtime.js';
 import type { ClaimedDelivery, ClaimToken } from '../storage/store.js';
 import { type Claim, claimBatch } from './claim.js';
-import { claimLeaseSeconds } from './claim-lease.js';
+import { claimLeaseSeconds, receiverLeaseSeconds } from './claim-lease.js';
 import { newClaimToken } from './claim-token.js';
 import { deliverBatch } from './deliver-batch.js';
 
@@ -95,7 +95,7 @@ async function takeUnderClaim(
   workerId: string | undefined,
 ): Promise<Claim> {
   const token = newClaimToken(workerId ?? `${rt.processId}:task`, rt.clock, rt.state);
-  const leaseSeconds = claimLeaseSeconds(rt.config);
+  const leaseSeconds = takeLeaseSeconds(rt);
   const now = rt.clock();
   const leaseUntil = new Date(now.getTime() + leaseSeconds * 1000);
   const row: ClaimedDelivery | undefined = await rt.store.takeClaim(
@@ -106,6 +106,21 @@ async function takeUnderClaim(
     now,
   );
   return { token, rows: row ? [row] : [], leaseSeconds, leaseUntil };
+}
+
+/**
+ * The lease a take stamps: the longest of the task receivers' own leases, plus the claim's
+ * 10 percent of headroom (at least a claim's lease), so the row is covered for its
+ * receiver's whole lease from the take on and the lease keeper has no extension to write
+ * before it starts.
+ */
+function takeLeaseSeconds(rt: Runtime): number {
+  let longest = 0;
+  for (const r of rt.config.receivers) {
+    if (r.mode === 'durable' && r.site === 'task')
+      longest = Math.max(longest, receiverLeaseSeconds(rt.config, r));
+  }
+  return Math.max(claimLeaseSeconds(rt.config), Math.round(longest * 1.1 * 1000) / 1000);
 }
 
 /** The hand-off's claim, checked, or undefined when none was given. */
