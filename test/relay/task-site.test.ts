@@ -290,6 +290,45 @@ describeEachDialect("site: 'task': the relay hands the claimed row off", (dialec
     expect(ran).toEqual([12]);
   });
 
+  it("the task's attempt is the relay's: aroundDelivery, observer events and attribution", async () => {
+    const Follow = event({ schema: z.object({ of: z.number() }) });
+    const hooked: string[] = [];
+    const config = defineOutbox({
+      events: { 'jobs.Job': Job, 'jobs.Follow': Follow },
+      receivers: {
+        'jobs.mail': receiver(Job, {
+          site: 'task',
+          handle: async (e, ctx) => {
+            await outbox.fire('jobs.Follow', { of: e.payload.n }, { transaction: ctx.transaction });
+          },
+        }),
+      },
+    });
+    const queue = heldQueue();
+    const outbox = await openOutbox(db, config, {
+      taskBackend: queue.backend,
+      aroundDelivery: async (attempt, next) => {
+        hooked.push(`${attempt.receiverKey}:start`);
+        const outcomes = await next();
+        hooked.push(`${attempt.receiverKey}:${outcomes[0].status}`);
+      },
+    });
+    const told: string[] = [];
+    outbox.on('relay:handedOff', (e) => void told.push(`handedOff:${e.taskBackend}`));
+    outbox.on('relay:delivered', (e) => void told.push(`delivered:${e.receiverKey}`));
+    const parent = await outbox.fire('jobs.Job', { n: 1 });
+    await outbox.deliverPending();
+    expect(hooked).toEqual([]); // handing off is no attempt
+    const [job] = queue.jobs;
+    const status = await outbox.deliverOne(job.deliveryId, claimOf(job));
+    expect([status, (await rowsOf(outbox, 'jobs.mail'))[0].lastError]).toEqual(['succeeded', null]);
+    expect(hooked).toEqual(['jobs.mail:start', 'jobs.mail:succeeded']);
+    expect(told).toEqual(['handedOff:held', 'delivered:jobs.mail']);
+    const { runtimeOf } = await import('../../src/runtime.js');
+    const [follow] = await runtimeOf(outbox).store.readEvents({ name: 'jobs.Follow' });
+    expect(follow.causedBy).toBe(parent.sequence);
+  });
+
   it('health counts the rows a task queue holds as claimed', async () => {
     const { outbox } = await open();
     await outbox.fire('jobs.Job', { n: 13 });
