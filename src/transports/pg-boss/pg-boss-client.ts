@@ -29,14 +29,19 @@ export interface PgBossJob<T = unknown> {
 
 /** The part of a started `PgBoss` (pg-boss 10) outboxkit uses. */
 export interface PgBossClient {
+  /** Create a queue (idempotent in pg-boss 10), with its options (`retryLimit` …). */
   createQueue(name: string, options?: Record<string, unknown>): Promise<void>;
+  /** Add jobs in one statement; a job whose id exists already in its queue is skipped. */
   insert(jobs: PgBossJobInsert[]): Promise<void>;
+  /** Register a worker of `name`'s jobs, fetched `batchSize` at a time; resolves to its id. */
   work<T>(
     name: string,
     options: Record<string, unknown>,
     handler: (jobs: PgBossJob<T>[]) => Promise<unknown>,
   ): Promise<string>;
+  /** Stop the worker of that id. */
   offWork(options: { id: string }): Promise<void>;
+  /** Wake the worker of that id now, rather than at its next poll. */
   notifyWorker?(workerId: string): void;
 }
 
