@@ -30,7 +30,17 @@ import { AnyEvent, capture, defineOutbox, receiver } from './src/index.js';
  * and PostgreSQL — so `createShop` makes one config per database. In an app with one
  * Sequelize, `capture(Order, …)` goes straight into `export default defineOutbox({ … })`.
  */
-export function shopConfig(models: Pick<ShopModels, 'Order'>) {
+export function shopConfig(
+  models: Pick<ShopModels, 'Order'>,
+  options: {
+    /**
+     * Where the confirmation mail (a slow receiver: an SMTP round trip) runs: in the relay,
+     * or handed to a task queue (`'task'`: the shop on PostgreSQL routes it through pg-boss,
+     * see `createShop({ mailQueue })`). The committed catalogue is the relay's.
+     */
+    mailSite?: 'relay' | 'task';
+  } = {},
+) {
   return defineOutbox({
     events: {
       'shop.OrderPlaced': OrderPlaced,
@@ -45,7 +55,12 @@ export function shopConfig(models: Pick<ShopModels, 'Order'>) {
       // Durable (the default): at least once, retried with backoff, in order per order id.
       // A declined card raises PermanentFailure: a dead letter at once, no retries.
       'payments.capture': receiver(OrderPlaced, { handle: capturePayment, maxAttempts: 4 }),
-      'mail.orderConfirmation': receiver(PaymentCaptured, { handle: sendOrderConfirmation }),
+      // The mail may run in a task queue's worker instead (pg-boss on PostgreSQL): the
+      // relay then hands each claimed row off, and the row still owns retries.
+      'mail.orderConfirmation': receiver(PaymentCaptured, {
+        handle: sendOrderConfirmation,
+        site: options.mailSite ?? 'relay',
+      }),
       'shop.releaseStock': receiver(OrderCancelled, { handle: releaseStock }),
       // A captured topic: the Order row's before and after, typed from the model by codegen.
       'shop.orderHistory': receiver('shop.order.updated', { handle: recordStatusChange }),

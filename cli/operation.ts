@@ -12,6 +12,7 @@ import type { CliOutput } from './log-format.js';
 import type { ConnectionFlags } from './options.js';
 import { schemaStatus } from './schema-status.js';
 import { openSession, type Session } from './session.js';
+import { noTaskBackend } from './task-backend.js';
 
 /** The flags every operation command takes besides the connection's. */
 export interface OperationFlags extends ConnectionFlags {
@@ -62,6 +63,7 @@ export async function withOutbox(
       preparedStatements: flags.preparedStatements,
       logger: out.logger,
       wakeup: options.wakeRelays ? await relayWakeup(session) : null,
+      taskBackend: noTaskBackend(session.loaded.config, 'operations'),
     });
     try {
       return await work(outbox, session);

@@ -39,6 +39,7 @@ export type {
   EventOptions,
   EventRef,
   EventRoute,
+  ExecutionSite,
   FiringEvent,
   Handler,
   HandlerReceiverOptions,
@@ -156,6 +157,7 @@ export type { CreateOutboxOptions, Outbox, TypedFireMessage } from './outbox.js'
 export { createOutbox } from './outbox.js';
 export { backoffSeconds } from './relay/backoff.js';
 export type { ClaimBatchOptions, ClaimedBatch } from './relay/claim-for-worker.js';
+export type { DeliverOneOptions } from './relay/deliver-one.js';
 export type { DeliverPendingOptions } from './relay/deliver-pending.js';
 export type { RelayReport, RunRelayOptions } from './relay/run-relay.js';
 export type { Scheduler, TimerHandle } from './runtime.js';
@@ -169,6 +171,23 @@ export {
   SCOPE_HEADER_PREFIX,
   suppressed,
 } from './scope/index.js';
+export type {
+  BullmqTaskBackendOptions,
+  BullmqTaskWorkerOptions,
+  PgBossTaskBackendOptions,
+  PgBossTaskWorkerOptions,
+  TaskBackend,
+  TaskHandOff,
+  TaskWorker,
+} from './tasks/index.js';
+export {
+  bullmqTaskBackend,
+  bullmqTaskWorker,
+  pgBossTaskBackend,
+  pgBossTaskWorker,
+} from './tasks/index.js';
+export type { BullmqTransportOptions } from './transports/bullmq/index.js';
+export { bullmqTransport } from './transports/bullmq/index.js';
 export type {
   KafkaClient,
   KafkaOptions,
@@ -184,6 +203,13 @@ export {
   ORDERING_KEY_HEADER,
   TOPIC_HEADER,
 } from './transports/message.js';
+export type {
+  PgBossClient,
+  PgBossJob,
+  PgBossJobInsert,
+  PgBossTransportOptions,
+} from './transports/pg-boss/index.js';
+export { pgBossTransport } from './transports/pg-boss/index.js';
 export type { RabbitmqOptions } from './transports/rabbitmq/index.js';
 export { rabbitmq } from './transports/rabbitmq/index.js';
 export type {
@@ -198,6 +224,7 @@ export {
   redisStreamFields,
   redisStreams,
 } from './transports/redis-streams/index.js';
+export type { TaskMessage } from './transports/task-message.js';
 export type {
   RouteDestination,
   TopicRouter,

@@ -43,7 +43,7 @@ import {
   claimForWorker,
 } from './relay/claim-for-worker.js';
 import { newProcessId } from './relay/claim-token.js';
-import { deliverOne } from './relay/deliver-one.js';
+import { type DeliverOneOptions, deliverOne } from './relay/deliver-one.js';
 import { type DeliverPendingOptions, deliverPending } from './relay/deliver-pending.js';
 import { arrangeEager } from './relay/eager.js';
 import { type RelayReport, type RunRelayOptions, runRelay } from './relay/run-relay.js';
@@ -57,6 +57,7 @@ import {
 import { dialectOf, dialectsWith, listDialects, wakeupRefusal } from './storage/dialects.js';
 import type { OutboxStore } from './storage/store.js';
 import { tableNames } from './storage/tables.js';
+import type { TaskBackend } from './tasks/task-backend.js';
 import { inProcessWakeup } from './wakeups/in-process.js';
 import { NotifyCoalescer } from './wakeups/notify-coalescing.js';
 import type { OutboxWakeup } from './wakeups/wakeup.js';
@@ -121,6 +122,15 @@ export interface CreateOutboxOptions {
    * @defaultValue none
    */
   readonly fireHeaders?: FireHeaders | readonly FireHeaders[];
+  /**
+   * Where the relay hands the deliveries of receivers declared `site: 'task'`: a
+   * {@link TaskBackend} (`pgBossTaskBackend(boss, { queue })`, `bullmqTaskBackend({ queue,
+   * connection })`, your own), or a function of the outbox returning one (a test's
+   * `inlineTaskBackend`, which runs each task at once through this outbox). Required when
+   * a receiver declares that site; `outbox.close()` closes it.
+   * @defaultValue none (a receiver declaring `site: 'task'` is then refused)
+   */
+  readonly taskBackend?: TaskBackend | ((outbox: Outbox) => TaskBackend);
 }
 
 type Events<C> = C extends OutboxConfig<infer E> ? E : never;
@@ -185,8 +195,14 @@ export interface Outbox<C extends OutboxConfig = OutboxConfig> {
    * Run one delivery row now and record its outcome, through the relay's own claim (so a
    * row that is not owed — settled, backing off, claimed, or behind its ordering key — is
    * refused). Returns the status recorded, or `null` when it recorded none.
+   *
+   * A task backend's worker passes the claim its message carries (`{ claimedBy, claimedAt }`,
+   * exactly as handed off): the row is then first taken under exactly that claim, in one
+   * conditional update committed before the receiver runs, and a duplicate message, one
+   * held past its lease, or one for a settled row returns `null` without running it. See
+   * {@link DeliverOneOptions}.
    */
-  deliverOne(deliveryId: string): Promise<DeliveryStatus | null>;
+  deliverOne(deliveryId: string, options?: DeliverOneOptions): Promise<DeliveryStatus | null>;
   /**
    * Take up to `limit` owed deliveries for a worker of the app's own, through the relay's
    * own claim (the reference's `claim_batch`): leased, so a worker that dies leaves them to
@@ -343,6 +359,24 @@ export function createOutbox<C extends OutboxConfig>(
       { path: 'schema' },
     );
   }
+  const taskReceiver = config.receivers.find((r) => r.mode === 'durable' && r.site === 'task');
+  if (taskReceiver && options.taskBackend === undefined) {
+    throw new ConfigurationError(
+      `receivers["${taskReceiver.key}"] declares site: 'task', but createOutbox(config, { taskBackend }) was given none: pass one (pgBossTaskBackend(boss, { queue }), bullmqTaskBackend({ queue, connection }), or inlineTaskBackend from outboxkit/testing), or declare the receiver site: 'relay'`,
+      { path: 'taskBackend' },
+    );
+  }
+  if (
+    options.taskBackend !== undefined &&
+    typeof options.taskBackend !== 'function' &&
+    (typeof options.taskBackend?.enqueue !== 'function' ||
+      typeof options.taskBackend?.close !== 'function')
+  ) {
+    throw new ConfigurationError(
+      'createOutbox({ taskBackend }) must be a TaskBackend ({ name, enqueue(handOff), close() }) or a function of the outbox returning one',
+      { path: 'taskBackend' },
+    );
+  }
   const logger = options.logger === undefined ? consoleLogger : toOutboxLogger(options.logger);
   const wakeup = options.wakeup === undefined ? inProcessWakeup() : (options.wakeup ?? undefined);
   const refusal = wakeup?.capabilities && wakeupRefusal(entry, wakeup.capabilities);
@@ -439,7 +473,7 @@ export function createOutbox<C extends OutboxConfig>(
     },
     runRelay: (relayOptions) => runRelay(runtime, relayOptions),
     deliverPending: (pendingOptions) => deliverPending(runtime, pendingOptions),
-    deliverOne: (deliveryId) => deliverOne(runtime, deliveryId),
+    deliverOne: (deliveryId, oneOptions) => deliverOne(runtime, deliveryId, oneOptions),
     claimBatch: (claimOptions) => claimForWorker(runtime, claimOptions),
     countDeliveries: () => store.countDeliveries(),
     catalogue: () => buildCatalogue(config),
@@ -460,6 +494,7 @@ export function createOutbox<C extends OutboxConfig>(
       // The trailing NOTIFY of coalesced writes goes out now rather than with its timer.
       await notifyCoalescer?.close();
       if (wakeup) closing.push(wakeup.close());
+      if (runtime.taskBackend) closing.push(runtime.taskBackend.close());
       const deliveries = new Set(config.receivers.map((r) => r.delivery).filter((d) => d?.close));
       for (const d of deliveries) closing.push(d!.close!());
       const results = await Promise.allSettled(closing);
@@ -472,5 +507,9 @@ export function createOutbox<C extends OutboxConfig>(
     deadLetters: (o) => deadLetters(runtime, o),
   };
   attachRuntime(outbox, runtime);
+  if (options.taskBackend !== undefined) {
+    runtime.taskBackend =
+      typeof options.taskBackend === 'function' ? options.taskBackend(outbox) : options.taskBackend;
+  }
   return outbox;
 }

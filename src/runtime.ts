@@ -8,6 +8,7 @@ import type { LaneClaim } from './relay/lanes.js';
 import type { DialectEntry } from './storage/dialect-entry.js';
 import type { OutboxStore } from './storage/store.js';
 import type { TableNames } from './storage/tables.js';
+import type { TaskBackend } from './tasks/task-backend.js';
 import type { OutboxWakeup } from './wakeups/wakeup.js';
 
 /** A timer the {@link Scheduler} started; pass it back to cancel it. */
@@ -176,6 +177,13 @@ export interface Runtime {
    * the relay reads this field afresh at every attempt.
    */
   aroundDelivery?: readonly AroundDelivery[];
+  /**
+   * Where the relay hands the rows of `site: 'task'` receivers (`createOutbox({
+   * taskBackend })`); `undefined` when none is configured (then no receiver declares that
+   * site: createOutbox refuses it). Set once the outbox exists, since a backend may be
+   * made from the outbox itself (a test's inline backend).
+   */
+  taskBackend?: TaskBackend;
   /** What adds headers to every fired event (a trace context); `undefined` when nothing does. */
   readonly fireHeaders?: readonly FireHeaders[];
   /**

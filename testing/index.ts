@@ -40,3 +40,5 @@ export {
 } from './databases.js';
 export type { DrainOptions } from './drain.js';
 export { drainOutbox } from './drain.js';
+export type { InlineTaskBackend } from './inline-task-backend.js';
+export { inlineTaskBackend } from './inline-task-backend.js';

@@ -21,6 +21,7 @@ import type { CliOutput } from '../log-format.js';
 import { type ConnectionFlags, connectionOptions, integer } from '../options.js';
 import { schemaStatus } from '../schema-status.js';
 import { openSession } from '../session.js';
+import { noTaskBackend } from '../task-backend.js';
 
 export interface HealthFlags extends ConnectionFlags {
   readonly json?: boolean;
@@ -150,6 +151,7 @@ export async function health(flags: HealthFlags, out: CliOutput, io: CliIo): Pro
       preparedStatements: flags.preparedStatements,
       logger: out.logger,
       wakeup: null,
+      taskBackend: noTaskBackend(session.loaded.config, 'health'),
     });
     const read = await outbox.health();
     // The dead letters that hold owed rows of their ordering key back (only read when

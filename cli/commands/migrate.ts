@@ -45,6 +45,7 @@ import {
   openSession,
   type Session,
 } from '../session.js';
+import { noTaskBackend } from '../task-backend.js';
 
 export interface MigrateFlags extends ConnectionFlags {
   readonly printSql?: boolean;
@@ -159,6 +160,7 @@ export async function migrate(flags: MigrateFlags, out: CliOutput, io: CliIo): P
       preparedStatements: flags.preparedStatements,
       logger: out.logger,
       wakeup: null,
+      taskBackend: noTaskBackend(session.loaded.config, 'migrate'),
     });
     await outbox.migrate();
     await outbox.close();

@@ -21,6 +21,7 @@ import { type ConnectionFlags, connectionOptions, integer } from '../options.js'
 import { progressForm, startProgress } from '../progress.js';
 import { schemaStatus } from '../schema-status.js';
 import { openSession } from '../session.js';
+import { noTaskBackend } from '../task-backend.js';
 
 export interface PruneFlags extends ConnectionFlags {
   /** `--older-than 7d`, in seconds. */
@@ -113,6 +114,7 @@ export async function prune(flags: PruneFlags, out: CliOutput, io: CliIo): Promi
       preparedStatements: flags.preparedStatements,
       logger: out.logger,
       wakeup: null,
+      taskBackend: noTaskBackend(session.loaded.config, 'prune'),
     });
     const olderThan = flags.olderThan === undefined ? undefined : { seconds: flags.olderThan };
     const started = performance.now();

@@ -31,6 +31,7 @@ import { relayWakeup } from '../operation.js';
 import { type ConnectionFlags, connectionOptions, integer } from '../options.js';
 import { schemaStatus } from '../schema-status.js';
 import { openSession, type Session } from '../session.js';
+import { noTaskBackend, refuseTaskLanes } from '../task-backend.js';
 import { parseDurationMs } from './health.js';
 
 export interface RelayFlags extends ConnectionFlags {
@@ -175,13 +176,14 @@ export async function relay(flags: RelayFlags, out: CliOutput, io: CliIo): Promi
   try {
     // The lanes and topics are checked before anything is printed, as runRelay checks them:
     // `--lane mial` is refused (exit 1) without a "relay running" line before it.
-    servedLanes(
+    const lanes = servedLanes(
       session.loaded.config,
       'runRelay',
       flags.allLanes ? null : flags.lane,
       flags.excludeLane,
       DEFAULT_LANE,
     );
+    refuseTaskLanes(session.loaded.config, lanes);
     checkTopics('runRelay', 'topics', flags.topic);
     checkTopics('runRelay', 'excludeTopics', flags.excludeTopic);
     const status = await schemaStatus(session.db.sequelize, session.tables);
@@ -204,6 +206,7 @@ export async function relay(flags: RelayFlags, out: CliOutput, io: CliIo): Promi
       preparedStatements: flags.preparedStatements,
       logger: out.logger,
       wakeup,
+      taskBackend: noTaskBackend(session.loaded.config, 'relay'),
     });
     if (flags.metricsPort !== undefined) {
       const registry = outbox.metrics();

@@ -4,7 +4,13 @@
  */
 import type { Sequelize } from 'sequelize';
 import { shopConfig } from '../../outbox.config.js';
-import { type CreateOutboxOptions, createOutbox } from '../../src/index.js';
+import {
+  type CreateOutboxOptions,
+  createOutbox,
+  pgBossTaskBackend,
+  pgBossTaskWorker,
+  type TaskWorker,
+} from '../../src/index.js';
 import { provideShop, type ShopContext, type ShopOutbox } from './context.js';
 import { defineShopModels, type Order, type OrderLine, type ShopModels } from './models.js';
 import { installCapture } from './outbox.generated.js';
@@ -29,6 +35,13 @@ export interface ShopOptions {
   readonly history?: OrderHistory;
   /** Where the shop's own log lines go. @defaultValue `console.log` */
   readonly log?: (line: string) => void;
+  /**
+   * Route the confirmation mail through pg-boss (PostgreSQL only): the mail receiver is
+   * declared `site: 'task'`, the relay hands each of its rows to `queue` of this started
+   * PgBoss, and {@link Shop.startMailWorker} runs them. Without it (SQLite, the demo) the
+   * relay sends the mail itself.
+   */
+  readonly mailQueue?: { readonly boss: unknown; readonly queue?: string };
 }
 
 /** A running shop. */
@@ -47,6 +60,11 @@ export interface Shop extends ShopContext {
    * it once, so the stock is released once. Returns false for a repeat.
    */
   cancelOrder(orderId: string, reason: string): Promise<boolean>;
+  /**
+   * Run the pg-boss worker that sends the confirmation mail (with `mailQueue` only): each
+   * job takes its row under the claim it carries and runs the mail as the relay would.
+   */
+  startMailWorker(): Promise<TaskWorker>;
   /** Release the outbox and unregister the shop (the caller closes Sequelize). */
   close(): Promise<void>;
 }
@@ -58,7 +76,21 @@ export interface Shop extends ShopContext {
  */
 export function createShop(sequelize: Sequelize, options: ShopOptions = {}): Shop {
   const models: ShopModels = defineShopModels(sequelize);
-  const outbox: ShopOutbox = createOutbox(shopConfig(models), { ...options.outbox, sequelize });
+  const mailQueue = options.mailQueue;
+  if (mailQueue && sequelize.getDialect() !== 'postgres') {
+    throw new Error(
+      `createShop({ mailQueue }) routes mail through pg-boss, which needs PostgreSQL (got ${sequelize.getDialect()}); leave it out to send mail from the relay`,
+    );
+  }
+  const queue = mailQueue?.queue ?? 'shop-mail';
+  const outbox: ShopOutbox = createOutbox(
+    shopConfig(models, { mailSite: mailQueue ? 'task' : 'relay' }),
+    {
+      ...options.outbox,
+      sequelize,
+      ...(mailQueue ? { taskBackend: pgBossTaskBackend(mailQueue.boss, { queue }) } : {}),
+    },
+  );
   // The hooks of the captured Order (generated: exactly the models the config captures).
   installCapture(outbox);
   const context: ShopContext = {
@@ -109,6 +141,11 @@ export function createShop(sequelize: Sequelize, options: ShopOptions = {}): Sho
         );
         return !fired.duplicate;
       }),
+
+    async startMailWorker() {
+      if (!mailQueue) throw new Error('startMailWorker() needs createShop({ mailQueue })');
+      return pgBossTaskWorker(outbox, mailQueue.boss, { queue });
+    },
 
     async close() {
       unregister();

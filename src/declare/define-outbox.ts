@@ -18,6 +18,7 @@ import {
 } from './event.js';
 import {
   type EventRef,
+  type ExecutionSite,
   type FiringEvent,
   isReceiverDefinition,
   type ReceiverDefinition,
@@ -96,6 +97,8 @@ export interface ResolvedReceiver {
   readonly lane: string;
   /** Also attempted right after commit, in the firing process. */
   readonly eager: boolean;
+  /** Where it runs: in the relay, or handed to the outbox's task backend. */
+  readonly site: ExecutionSite;
   /** How long a row may stay owed while it defers without counting, in seconds. */
   readonly giveUpAfterSeconds: number | undefined;
   /** A fan-out's targets, called at fire time inside the caller's transaction. */
@@ -272,6 +275,7 @@ const receiverOptionsSchema = z
       .max(100, { error: 'must be at most 100 characters' })
       .optional(),
     eager: z.boolean({ error: 'must be true or false' }).optional(),
+    site: z.enum(['relay', 'task'], { error: 'must be "relay" or "task"' }).optional(),
     giveUpAfter: durationSchema.optional(),
     targets: fn('a function (event, context) => string[]').optional(),
     due: z
@@ -291,8 +295,13 @@ const receiverOptionsSchema = z
       ctx.addIssue({ code: 'custom', message: 'takes handle or deliver, not both' });
     }
     const nonDurable = value.mode !== undefined && value.mode !== 'durable';
-    for (const option of ['targets', 'due', 'lane', 'eager', 'giveUpAfter'] as const) {
-      if (nonDurable && value[option] !== undefined && value[option] !== false) {
+    for (const option of ['targets', 'due', 'lane', 'eager', 'giveUpAfter', 'site'] as const) {
+      if (
+        nonDurable &&
+        value[option] !== undefined &&
+        value[option] !== false &&
+        !(option === 'site' && value.site === 'relay')
+      ) {
         ctx.addIssue({
           code: 'custom',
           path: [option],
@@ -306,6 +315,14 @@ const receiverOptionsSchema = z
         path: ['due'],
         message:
           'cannot be combined with eager: true, which means "attempt it at commit"; drop one of them',
+      });
+    }
+    if (value.site === 'task' && value.eager === true) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['site'],
+        message:
+          'cannot be "task" beside eager: true, which means "attempt it in the firing process"; a task runs in the task backend\'s worker; drop one of them',
       });
     }
     if (value.due !== undefined && value.targets !== undefined) {
@@ -344,6 +361,7 @@ const DURABLE_ONLY = {
   lane: 'a lane names the relays that claim rows, and inline/onCommit receivers have none',
   eager: 'onCommit already runs after commit, and inline inside the transaction',
   giveUpAfter: 'it bounds deferrals the relay records, and inline/onCommit receivers have none',
+  site: 'a task backend is handed a claimed delivery row, and inline/onCommit receivers have none',
 } as const;
 
 /** The kind of a nested options object an unknown key was found in, by its last path key. */
@@ -556,6 +574,7 @@ export function defineOutbox<const E extends Record<string, EventDefinition>>(
       onFailure: o.onFailure,
       lane: o.lane ?? DEFAULT_LANE,
       eager: o.eager ?? false,
+      site: o.site ?? 'relay',
       giveUpAfterSeconds: o.giveUpAfter === undefined ? undefined : durationSeconds(o.giveUpAfter),
       targets: o.targets as ResolvedReceiver['targets'],
       due: resolveDue(

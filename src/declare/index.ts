@@ -16,6 +16,7 @@ export type {
   DeliveryReceiverOptions,
   Due,
   EventRef,
+  ExecutionSite,
   FiringEvent,
   HandlerReceiverOptions,
   PayloadOf,

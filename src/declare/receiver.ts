@@ -13,6 +13,12 @@ import type {
 
 const RECEIVER = Symbol.for('outboxkit.receiver');
 
+/**
+ * Where a durable receiver runs: `'relay'` in the relay worker, `'task'` in the worker of
+ * the outbox's task backend (see {@link CommonReceiverOptions.site}).
+ */
+export type ExecutionSite = 'relay' | 'task';
+
 /** The retry curve of one receiver: full jitter, capped. */
 export interface BackoffOptions {
   /**
@@ -93,6 +99,21 @@ export interface CommonReceiverOptions {
    * @defaultValue false
    */
   readonly eager?: boolean;
+  /**
+   * Where a durable receiver's code runs, apart from when (`mode`) on purpose: timing is
+   * what a receiver promises about the transaction, and where its code runs is a question
+   * only a queue answers. `'relay'` runs it in the relay; `'task'` has the relay claim the
+   * row as always, extend its lease to this receiver's `leaseSeconds`, and hand the claim
+   * to the outbox's task backend (`createOutbox(config, { taskBackend })`: pg-boss,
+   * BullMQ), whose worker takes the row under exactly that claim and runs the same attempt
+   * a relay runs (`outbox.deliverOne(id, claim)`). The row owns retries and dead letters;
+   * the queue only carries the hand-off, and one it loses is reclaimed when the lease
+   * lapses — so `leaseSeconds` must cover the job's wait in the queue as well as its run.
+   * Refused beside `inline`/`onCommit` (no row to hand off) and `eager` (which means "run
+   * it in the firing process"). See docs/tasks.md.
+   * @defaultValue `'relay'`
+   */
+  readonly site?: ExecutionSite;
   /**
    * The bound that ends a delivery whose receiver keeps deferring with
    * `RetryAfter(seconds, { counts: false })`, which spends no attempt (so `maxAttempts`

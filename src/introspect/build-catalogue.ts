@@ -84,9 +84,9 @@ export function catalogueReceiver(r: ResolvedReceiver): CatalogueReceiver {
     mode: r.mode,
     kind: r.kind,
     transport: r.kind === 'delivery' ? (r.delivery?.name ?? r.key) : null,
-    // No task backend exists yet: every receiver's code runs in the relay (or, eager, in
-    // the firing process, which `eager` says).
-    site: 'relay',
+    // Where its code runs: the relay (or, eager, also the firing process, which `eager`
+    // says), or the task backend's worker.
+    site: r.site,
     lane: r.lane,
     eager: r.eager,
     maxAttempts: r.maxAttempts,

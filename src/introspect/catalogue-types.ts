@@ -125,8 +125,9 @@ export interface CatalogueReceiver {
   readonly transport: string | null;
   /**
    * Where its code runs: `'relay'` in the relay worker (an eager attempt runs in the firing
-   * process, see {@link CatalogueReceiver.eager}). The only site today; published so a
-   * task-backend site can be added without changing the format.
+   * process, see {@link CatalogueReceiver.eager}); `'task'` in the worker of the outbox's
+   * task backend (pg-boss, BullMQ), handed each claimed row by the relay. Inline and
+   * onCommit receivers are `'relay'` (they have no row to hand off).
    */
   readonly site: 'relay' | 'task';
   /**

@@ -41,6 +41,16 @@ export interface OutboxEventMap {
     attempt: number;
     error: string;
   };
+  /**
+   * A `site: 'task'` delivery was handed to the task backend (`taskBackend`, its name)
+   * under its claim; its task's worker records the attempt.
+   */
+  'relay:handedOff': {
+    deliveryId: string;
+    receiverKey: string;
+    eventName: string;
+    taskBackend: string;
+  };
   /** A delivery names a receiver the config no longer declares. */
   'relay:orphaned': {
     deliveryId: string;
@@ -52,7 +62,7 @@ export interface OutboxEventMap {
   /** A database error the relay survived (it retries with backoff). */
   'relay:error': {
     error: unknown;
-    during: 'claim' | 'record' | 'renew' | 'release' | 'wait' | 'prune';
+    during: 'claim' | 'record' | 'renew' | 'release' | 'wait' | 'prune' | 'handOff';
   };
   /** An `onCommit` receiver threw; logged, never raised. */
   'fire:onCommitFailed': {

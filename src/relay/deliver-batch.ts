@@ -2,6 +2,7 @@ import type { DeliveryStatus } from '../declare/types.js';
 import type { Runtime } from '../runtime.js';
 import type { ClaimedDelivery, ClaimToken } from '../storage/store.js';
 import { sortResults } from './attempt-result.js';
+import { type HandOffRun, handOffRows, NO_HAND_OFF } from './hand-off.js';
 import type { LaneControl } from './lanes.js';
 import { LeaseKeeper } from './lease-keeper.js';
 import { planBatch } from './plan-batch.js';
@@ -23,6 +24,11 @@ export interface BatchReport {
   readonly lost: number;
   /** Ids of rows a receiver rescheduled with NotYet (a pass must not claim them straight back). */
   readonly rescheduledIds: readonly string[];
+  /**
+   * Ids of the rows handed to the task backend (`site: 'task'`), whose task records them;
+   * counted in no status here, since nothing has happened to them in this batch.
+   */
+  readonly handedOffIds: readonly string[];
 }
 
 /** How to deliver a batch. */
@@ -43,6 +49,12 @@ export interface BatchOptions {
    * deferral is recorded and pauses nothing: a call made directly holds no batch.
    */
   readonly lanes?: LaneControl;
+  /**
+   * Run the rows of `site: 'task'` receivers here instead of handing them off: the task
+   * worker's `deliverOne(id, claim)`, running the row it took.
+   * @defaultValue false
+   */
+  readonly runTaskRows?: boolean;
 }
 
 /**
@@ -62,14 +74,21 @@ export async function deliverBatch(
   token: ClaimToken,
   options: BatchOptions,
 ): Promise<BatchReport> {
-  const plan = planBatch(rt, rows);
+  const plan = planBatch(rt, rows, options.runTaskRows);
   const lease = new LeaseKeeper(rt, token, rows, {
     leaseSeconds: options.leaseSeconds,
     leaseUntil: options.leaseUntil ?? new Date(rt.clock().getTime() + options.leaseSeconds * 1000),
   });
   lease.settle(plan.settled.map((s) => s.row.id));
   let run: Awaited<ReturnType<typeof runTasks>>;
+  let handOff: HandOffRun = NO_HAND_OFF;
   try {
+    if (plan.handOffs.length > 0) {
+      handOff = await handOffRows(rt, plan.handOffs, token, lease, {
+        stop: options.signal,
+        lanes: options.lanes,
+      });
+    }
     run = await runTasks(rt, plan.tasks, token, lease, {
       concurrency: options.concurrency,
       stop: options.signal,
@@ -87,19 +106,40 @@ export async function deliverBatch(
   });
   // Unstarted and faulted rows go back at once; so does a batch whose record gave up (the
   // compare-and-set hands back only rows nobody else has taken since).
-  await handBack(rt, record.unrecorded ? rows : [...run.unstarted, ...run.faulted], token);
+  // A handed-off row is its task's: never handed back from here.
+  await handBack(
+    rt,
+    record.unrecorded
+      ? withoutHandedOff(rows, handOff)
+      : [...run.unstarted, ...run.faulted, ...handOff.unstarted],
+    token,
+  );
 
   const counts = await reportVerdicts(rt, record.recorded);
   if (sorted.acknowledged > 0) counts.succeeded = (counts.succeeded ?? 0) + sorted.acknowledged;
   return {
     counts,
-    handedBack: run.unstarted.length + (record.unrecorded ? 0 : sorted.handBacks.length),
+    handedBack:
+      run.unstarted.length +
+      handOff.unstarted.length +
+      (record.unrecorded ? 0 : sorted.handBacks.length),
     lost: sorted.lost + record.lost,
     // Looked for only when the batch had a NotYet (not a pass over every verdict per batch).
     rescheduledIds: counts.pending
       ? record.recorded.filter((v) => v.outcome.status === 'pending').map((v) => v.row.id)
       : NONE,
+    handedOffIds: handOff.tried.length > 0 ? handOff.tried.map((r) => r.id) : NONE,
   };
+}
+
+/** The batch's rows but those handed to the task backend. */
+function withoutHandedOff(
+  rows: readonly ClaimedDelivery[],
+  handOff: HandOffRun,
+): readonly ClaimedDelivery[] {
+  if (handOff.tried.length === 0) return rows;
+  const gone = new Set(handOff.tried.map((r) => r.id));
+  return rows.filter((r) => !gone.has(r.id));
 }
 
 const NONE: readonly string[] = Object.freeze([]);

@@ -49,6 +49,10 @@ export interface DeliverPendingOptions {
  * Claim and deliver what is owed until nothing is left (or `limit`), through the same
  * claim → decode → deliver → record path the relay runs, and report the outcomes.
  *
+ * A row of a `site: 'task'` receiver is handed to the task backend, as the relay hands it,
+ * at most once a call, and counted in no status: nothing has happened to it here (also
+ * when the backend runs the task inside the hand-off, as a test's inline backend does).
+ *
  * A receiver deferring with `RetryAfter(seconds, { counts: false })` sets its lane aside
  * for the rest of the call: the lane's unstarted rows in the batch are handed back rather
  * than attempted, and later claims leave the lane out, while every other lane goes on
@@ -115,7 +119,12 @@ export async function deliverPending(
       counts[status as DeliveryStatus] += n ?? 0;
     // On the real clock a rescheduled row is not claimable again until its time has really
     // come, so nothing is excluded and the claim stays the unfiltered one.
-    if (options.now !== undefined) for (const id of batch.rescheduledIds) exclude.add(id);
+    // So is a row handed to the task backend: its lease, extended on the real clock, reads
+    // as lapsed at a `now` beyond it, and it is handed off at most once a call.
+    if (options.now !== undefined) {
+      for (const id of batch.rescheduledIds) exclude.add(id);
+      for (const id of batch.handedOffIds) exclude.add(id);
+    }
     if (options.limit !== undefined) break;
     remaining -= rows.length;
   }

@@ -42,9 +42,19 @@ export interface PlannedOutcome {
   readonly attempted: boolean;
 }
 
-/** A batch, planned: the tasks to run and the rows settled without running anything. */
+/**
+ * A row of a `site: 'task'` receiver, to hand to the task backend under the batch's claim
+ * rather than run here (not decoded: the task's worker decodes it, as a relay would).
+ */
+export interface HandOff {
+  readonly row: ClaimedDelivery;
+  readonly receiver: ResolvedReceiver;
+}
+
+/** A batch, planned: the tasks to run, the rows to hand off, and the rows settled without running anything. */
 export interface BatchPlan {
   readonly tasks: readonly Task[];
+  readonly handOffs: readonly HandOff[];
   readonly settled: readonly PlannedOutcome[];
 }
 
@@ -58,9 +68,16 @@ export function rowsOf(task: Task): readonly ClaimedDelivery[] {
  * one per row for a transport without `deliverBatch`), in claim order. A row whose receiver
  * is no longer declared durable is settled `orphaned`; one whose payload no longer decodes
  * is an ordinary failed attempt of its receiver (the one decoder's `PayloadDecodeError`).
+ * A row of a `site: 'task'` receiver is a {@link HandOff}, unless `runTaskRows` (the task
+ * worker's own `deliverOne`, which runs the row it took here).
  */
-export function planBatch(rt: Runtime, rows: readonly ClaimedDelivery[]): BatchPlan {
+export function planBatch(
+  rt: Runtime,
+  rows: readonly ClaimedDelivery[],
+  runTaskRows = false,
+): BatchPlan {
   const settled: PlannedOutcome[] = [];
+  let handOffs: HandOff[] | undefined;
   const handlers: Task[] = [];
   const transports = new Map<ResolvedReceiver, PlannedItem[]>();
   let lastReceiver: ResolvedReceiver | undefined;
@@ -74,6 +91,11 @@ export function planBatch(rt: Runtime, rows: readonly ClaimedDelivery[]): BatchP
         receiver: undefined,
         attempted: false,
       });
+      continue;
+    }
+    if (receiver.site === 'task' && !runTaskRows) {
+      handOffs ??= [];
+      handOffs.push({ row, receiver });
       continue;
     }
     let event: OutboxEvent;
@@ -111,5 +133,7 @@ export function planBatch(rt: Runtime, rows: readonly ClaimedDelivery[]): BatchP
         tasks.push({ kind: 'transport', receiver, items: [item], batched: false });
     }
   }
-  return { tasks, settled };
+  return { tasks, handOffs: handOffs ?? NO_HAND_OFFS, settled };
 }
+
+const NO_HAND_OFFS: readonly HandOff[] = Object.freeze([]);

@@ -205,6 +205,22 @@ export interface DeliveryQueue {
   /** Extend the lease of rows still held under `token`. Returns how many were. */
   renewLeases(ids: readonly string[], token: ClaimToken, leaseUntil: Date): Promise<number>;
   /**
+   * The take under a claim (a task worker's `deliverOne(id, { claimedBy, claimedAt })`):
+   * ONE conditional update, committed before anything else runs, that moves row `id` from
+   * the claim `from` (the one it was handed to a task queue under) to the claim `to`,
+   * leased until `leaseUntil`, only while it is still claimed under exactly `from` and its
+   * lease has not lapsed at `now`; then the row read back with its event. `undefined` when
+   * the take failed: a second copy of the task, a copy held past its lease, or a copy for a
+   * row that has since settled or been reclaimed.
+   */
+  takeClaim(
+    id: string,
+    from: ClaimToken,
+    to: ClaimToken,
+    leaseUntil: Date,
+    now: Date,
+  ): Promise<ClaimedDelivery | undefined>;
+  /**
    * Hand unstarted rows back, claimable by any worker at once: each returns to the status
    * it had before the claim (`failed` if it has spent attempts, else `pending`), available
    * no later than `now`. Only rows still held under `token` change.

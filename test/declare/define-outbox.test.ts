@@ -76,7 +76,7 @@ describe('defineOutbox', () => {
     );
     expect(error.message).toMatchInlineSnapshot(`
       "Invalid outbox config:
-        receivers["billing.charge"] has an unknown option "maxAtempts" — did you mean "maxAttempts"? (known: handle, deliver, mode, key, maxAttempts, leaseSeconds, backoff, onFailure, timeoutSeconds, lane, eager, giveUpAfter, targets, due)"
+        receivers["billing.charge"] has an unknown option "maxAtempts" — did you mean "maxAttempts"? (known: handle, deliver, mode, key, maxAttempts, leaseSeconds, backoff, onFailure, timeoutSeconds, lane, eager, site, giveUpAfter, targets, due)"
     `);
   });
 

@@ -49,6 +49,7 @@ const RANKS: readonly (readonly string[])[] = [
   ['storage'],
   ['observe'],
   ['transports'],
+  ['tasks'],
   ['wakeups'],
   ['fire'],
   ['ops'],

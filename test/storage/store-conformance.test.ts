@@ -412,6 +412,55 @@ describeEachDialect('OutboxStore conformance', (dialect) => {
       expect(await claim('other', at(2))).toHaveLength(2);
     });
 
+    it('the take under a claim moves a row held under exactly that claim and live lease, once, with its event', async () => {
+      const fired = await outbox.fire('a.Happened', { n: 7 }, { orderingKey: 'k' });
+      const handedOff = token('relay');
+      const [row] = await store.claim({
+        token: handedOff,
+        now: at(1),
+        leaseUntil: at(61),
+        limit: 1,
+      });
+      const worker = token('task-worker');
+      // Another claim's time, or a lease lapsed by now: no take.
+      expect(
+        await store.takeClaim(row.id, { ...handedOff, claimedAt: at(99) }, worker, at(120), at(2)),
+      ).toBeUndefined();
+      expect(await store.takeClaim(row.id, handedOff, worker, at(120), at(61))).toBeUndefined();
+      const taken = await store.takeClaim(row.id, handedOff, worker, at(120), at(2));
+      expect(taken).toMatchObject({
+        id: row.id,
+        receiverKey: row.receiverKey,
+        attempts: 0,
+        maxAttempts: 5,
+        event: { uuid: fired.id, name: 'a.Happened', orderingKey: 'k' },
+      });
+      // The event exactly as the claim reads it (the one decoder takes it from there).
+      expect(taken?.event).toEqual(row.event);
+      // The same message again: the row is the worker's now.
+      expect(
+        await store.takeClaim(row.id, handedOff, token('other'), at(120), at(3)),
+      ).toBeUndefined();
+      const [stored] = (await store.readDeliveries({})).filter((r) => r.id === row.id);
+      expect(stored).toMatchObject({ status: 'claimed', claimedBy: 'task-worker' });
+      expect(stored.leaseUntil?.getTime()).toBe(at(120).getTime());
+      // Settled under the worker's claim, it is never taken again.
+      await store.recordOutcomes(
+        [
+          {
+            id: row.id,
+            status: 'succeeded',
+            attempts: 1,
+            availableAt: null,
+            lastError: null,
+            completedAt: at(4),
+          },
+        ],
+        worker,
+      );
+      expect(await store.takeClaim(row.id, worker, token('late'), at(120), at(5))).toBeUndefined();
+    });
+
     it('excluded ids are left out of a claim', async () => {
       await outbox.fire('a.Happened', { n: 1 });
       const all = await store.readDeliveries({});

@@ -401,6 +401,26 @@ export function postgresStatements(
 }
 
 /**
+ * The take under a claim in ONE statement (a task worker's `deliverOne(id, claim)`): the
+ * shared `takeClaim` condition — the row $6 still held by worker $1 under the claim made
+ * at $2, its lease live at $7 — moves it to worker $3 at $4, leased until $5, and returns
+ * it as the claim does (CLAIMED_COLUMNS and EVENT_COLUMNS, times as epoch milliseconds),
+ * joined to its event: one round trip where the shared form takes two. No row: the take
+ * failed. Reads the two primary keys; committed (synchronously) before the receiver runs.
+ */
+export function postgresTakeClaim(t: TableNames): string {
+  return `
+      WITH taken AS (
+        UPDATE ${t.deliveries} d SET claimed_by = $3, claimed_at = $4, lease_until = $5
+        WHERE d.id = $6::bigint AND ${heldBy('d', '$1', '$2')} AND d.lease_until > $7
+        RETURNING ${CLAIMED_COLUMNS('d')}
+      )
+      SELECT c.id::text AS id, c.receiver_key, c.target, c.attempts, c.max_attempts,
+             ${epochMs('c.due_at')} AS due_at, ${EVENT_COLUMNS('e', epochMs)}
+      FROM taken c JOIN ${t.events} e ON e.id = c.event_id`;
+}
+
+/**
  * The claim of one filter shape (see sql/claim-filter.ts; the unfiltered claim without
  * one): the text `postgresStatements().claim` documents, with the shape's conditions, and
  * their parameters from $9 on, in the candidates.

@@ -49,6 +49,7 @@ import {
   type PostgresStatements,
   postgresClaim,
   postgresStatements,
+  postgresTakeClaim,
 } from './statements.js';
 
 /**
@@ -287,6 +288,29 @@ export class PostgresStore extends SqlStore {
     const { rows } = await this.#pooled(name, text, this.claimBind(o, shape));
     return (rows as Row[]).map((r) => this.toClaimed(r, toStoredEvent(r)));
   }
+
+  /** The take under a claim in one statement (`postgresTakeClaim`), prepared. */
+  override async takeClaim(
+    id: string,
+    from: ClaimToken,
+    to: ClaimToken,
+    leaseUntil: Date,
+    now: Date,
+  ): Promise<ClaimedDelivery | undefined> {
+    this.#takeText ??= postgresTakeClaim(this.t);
+    const { rows } = await this.#pooled(preparedName('take', this.#takeText), this.#takeText, [
+      ...this.tokenBind(from),
+      to.workerId,
+      to.claimedAt,
+      leaseUntil,
+      id,
+      now,
+    ]);
+    const [row] = rows as Row[];
+    return row ? this.toClaimed(row, toStoredEvent(row)) : undefined;
+  }
+
+  #takeText: string | undefined;
 
   /**
    * One prepared statement for the batch, in the cheapest form its outcomes allow: every

@@ -151,6 +151,31 @@ export abstract class SqlStore implements OutboxStore {
     ]);
   }
 
+  async takeClaim(
+    id: string,
+    from: ClaimToken,
+    to: ClaimToken,
+    leaseUntil: Date,
+    now: Date,
+  ): Promise<ClaimedDelivery | undefined> {
+    const d = this.d;
+    // Outside any transaction: the take commits before anything else runs.
+    const taken = await this.runner.exec(this.shared.takeClaim, [
+      ...this.tokenBind(from),
+      to.workerId,
+      d.value(to.claimedAt, 'timestamp'),
+      d.value(leaseUntil, 'timestamp'),
+      d.value(id, 'bigint'),
+      d.value(now, 'timestamp'),
+    ]);
+    if (taken !== 1) return undefined;
+    const [row] = await this.runner.select(this.shared.readTaken, [
+      d.value(id, 'bigint'),
+      ...this.tokenBind(to),
+    ]);
+    return row ? this.toClaimed(row, toStoredEvent(row)) : undefined;
+  }
+
   release(ids: readonly string[], token: ClaimToken, now: Date): Promise<number> {
     if (ids.length === 0) return Promise.resolve(0);
     return this.runner.exec(this.shared.release, [

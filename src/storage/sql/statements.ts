@@ -5,7 +5,7 @@
  */
 import { EVENT_COLUMNS } from '../rows.js';
 import type { TableNames } from '../tables.js';
-import { heldBy } from './conditions.js';
+import { CLAIMED_COLUMNS, heldBy } from './conditions.js';
 import type { SqlDialect } from './dialect.js';
 
 export interface SharedStatements {
@@ -17,6 +17,8 @@ export interface SharedStatements {
   readonly acknowledge: string;
   readonly countDeliveries: string;
   readonly readDeliveries: string;
+  readonly takeClaim: string;
+  readonly readTaken: string;
 }
 
 export function sharedStatements(t: TableNames, d: SqlDialect): SharedStatements {
@@ -69,6 +71,26 @@ export function sharedStatements(t: TableNames, d: SqlDialect): SharedStatements
      * $3 the row, $4 the completion time. Changes one row when it acknowledged.
      */
     acknowledge: acknowledgeSql(t, { worker: '$1', claimedAt: '$2', ids: 'id = $3', at: '$4' }),
+    /**
+     * The take under a claim (`deliverOne(id, { claimedBy, claimedAt })`, a task worker's):
+     * move the row $6 from the claim of worker $1 at $2 to the claim of worker $3 at $4,
+     * leased until $5, only while it is still held under the first claim and its lease has
+     * not lapsed at $7 — a second copy of the task (the row already moved), a copy held
+     * past its lease and a copy for a settled row all change nothing. Changes one row when
+     * it took it. Reads the primary key.
+     */
+    takeClaim: `
+      UPDATE ${t.deliveries} SET claimed_by = $3, claimed_at = $4, lease_until = $5
+      WHERE id = ${d.param(6, 'bigint')} AND ${heldBy(undefined, '$1', '$2')} AND lease_until > $7`,
+    /**
+     * A row just taken under a claim, with its event: `CLAIMED_COLUMNS` and `EVENT_COLUMNS`
+     * of the row $1 while it is held by worker $2 under the claim made at $3. Reads the
+     * two primary keys.
+     */
+    readTaken: `
+      SELECT ${CLAIMED_COLUMNS('d')}, ${EVENT_COLUMNS('e')}
+      FROM ${t.deliveries} d JOIN ${t.events} e ON e.id = d.event_id
+      WHERE d.id = ${d.param(1, 'bigint')} AND ${heldBy('d', '$2', '$3')}`,
     /** Deliveries by status: (status, n). A full scan; maintenance only. */
     countDeliveries: `SELECT status, count(*) AS n FROM ${t.deliveries} GROUP BY status`,
     /**
