@@ -56,6 +56,7 @@ export type {
   ResolvedSettings,
   Retention,
   Targets,
+  Tenancy,
   TopicPattern,
 } from './declare/index.js';
 export {
@@ -163,6 +164,7 @@ export {
   propagateScope,
   SCOPE_HEADER_PREFIX,
   suppressed,
+  withTenant,
 } from './scope/index.js';
 export type {
   KafkaClient,
@@ -177,6 +179,7 @@ export {
   getHeaders,
   getKey,
   ORDERING_KEY_HEADER,
+  TENANT_HEADER,
   TOPIC_HEADER,
 } from './transports/message.js';
 export type { RabbitmqOptions } from './transports/rabbitmq/index.js';

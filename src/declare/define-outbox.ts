@@ -196,6 +196,7 @@ const settingsSchema = z.strictObject({
     .optional(),
   relayPrune: z.boolean({ error: 'must be true or false' }).optional(),
   relayPruneSeconds: positiveNumber('a number of seconds > 0').optional(),
+  tenancy: z.enum(['none', 'column'], { error: 'must be "none" or "column"' }).optional(),
 });
 
 const retentionSchema = z.union(

@@ -22,6 +22,12 @@ export interface EventRowInput {
   readonly causedBy: string | null;
   /** Why the event was recorded without deliveries (`suppressed`), or null. */
   readonly suppressedReason: string | null;
+  /**
+   * The event's tenant (`settings.tenancy: 'column'`), or null. Its idempotency and
+   * ordering keys above are already in their stored form for it (`scopedKey`). Absent:
+   * none.
+   */
+  readonly tenant?: string | null;
   /** The delivery rows this event owes, written only if the event row is new. */
   readonly deliveries: readonly DeliveryRowInput[];
 }
@@ -61,6 +67,8 @@ export interface StoredEvent {
   readonly correlationId: string | null;
   /** The parent event's sequence, or null. */
   readonly causedBy: string | null;
+  /** The event's tenant, or null; its keys above are as given (the tenant's prefix stripped). */
+  readonly tenant: string | null;
 }
 
 /** Identifies one claim: who took the rows, and when (on the real clock). */
@@ -113,6 +121,13 @@ export interface ClaimOptions {
   readonly topics?: readonly string[];
   /** Leave out rows whose event's topic is one of these (names and prefix patterns). */
   readonly excludeTopics?: readonly string[];
+  /**
+   * Claim only rows whose event belongs to one of these tenants (never an event without a
+   * tenant). Empty claims nothing.
+   */
+  readonly tenants?: readonly string[];
+  /** Leave out rows whose event belongs to one of these tenants (events without one stay). */
+  readonly excludeTenants?: readonly string[];
   /** Claim only rows of these event sequences (an `eager` attempt of just-committed events). */
   readonly onlyEvents?: readonly string[];
 }

@@ -32,7 +32,13 @@ describeEachDialect('migrate()', (dialect) => {
       `SELECT version FROM ${db.outboxOptions.schema ? `"${db.outboxOptions.schema}".` : ''}"outbox_migrations" ORDER BY version`,
       { type: QueryTypes.SELECT },
     );
-    expect(versions).toEqual([{ version: 1 }, { version: 2 }, { version: 3 }, { version: 4 }]);
+    expect(versions).toEqual([
+      { version: 1 },
+      { version: 2 },
+      { version: 3 },
+      { version: 4 },
+      { version: 5 },
+    ]);
     // And the tables work from both connections.
     await a.fire('a.Happened', { n: 1 });
     await b.fire('a.Happened', { n: 2 });

@@ -122,6 +122,12 @@ export interface DdlDialect {
    * rebuilding the table (SQLite's `sqlite_autoindex_…`).
    */
   dropColumnUnique(table: string, column: string): string | undefined;
+  /**
+   * Whether `ALTER TABLE … ADD COLUMN IF NOT EXISTS` exists (PostgreSQL, MariaDB), so an
+   * added column's statement is idempotent on its own; SQLite's is not, and runs once,
+   * under the migrations table's record of its version.
+   */
+  readonly addColumnIfNotExists?: boolean;
 }
 
 /**

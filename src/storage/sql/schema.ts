@@ -62,6 +62,12 @@ export interface Migration {
   readonly dropColumnUniques?: readonly { readonly table: TableKey; readonly column: string }[];
   /** Heap fill factors, where the dialect has them: `percent` % of each new page filled. */
   readonly fillfactors?: readonly { readonly table: TableKey; readonly percent: number }[];
+  /**
+   * Nullable columns added to a table of an earlier migration (`ALTER TABLE … ADD COLUMN`,
+   * `IF NOT EXISTS` where the dialect has it): with no default, a change of the catalogue
+   * only, on PostgreSQL and SQLite alike, whatever the table's size.
+   */
+  readonly addColumns?: readonly { readonly table: TableKey; readonly column: ColumnSpec }[];
 }
 
 /** What rendering needs of the dialect beyond its column types. */
@@ -354,6 +360,19 @@ export const MIGRATIONS: readonly Migration[] = [
     dropColumnUniques: [{ table: 'events', column: 'idempotency_key' }],
     fillfactors: [{ table: 'deliveries', percent: 40 }],
   },
+  {
+    // Tenants (issue 31, docs/tenants.md): the event's tenant, NULL for every event of an
+    // outbox without tenancy. No index and no delivery column: a tenant's idempotency and
+    // ordering keys are stored prefixed with it (storage/tenant-keys.ts), so the unique
+    // index and the ordering check of migration 4 keep them apart as they are, and a relay,
+    // health or an operation narrowed by tenant reads it through the events' primary key,
+    // as a topic is read. A NULL in a row that already has NULLs costs no byte (its null
+    // bitmap grows within its alignment): the WAL per event is unchanged (docs/storage.md).
+    version: 5,
+    tables: [],
+    indexes: [],
+    addColumns: [{ table: 'events', column: { name: 'tenant', type: 'name' } }],
+  },
 ];
 
 /** The tables a migration creates on this dialect. */
@@ -387,6 +406,17 @@ export function renderIndex(spec: IndexSpec, t: TableNames, ddl: DdlDialect): st
   return `CREATE ${spec.unique ? 'UNIQUE ' : ''}INDEX IF NOT EXISTS ${quoteIdent(`${t.prefix}${spec.name}`)} ON ${t[spec.table]} (${spec.columns.join(', ')})${where}`;
 }
 
+/** `ALTER TABLE … ADD COLUMN [IF NOT EXISTS] …` for one added column. */
+export function renderAddColumn(
+  table: TableKey,
+  c: ColumnSpec,
+  t: TableNames,
+  ddl: DdlDialect,
+): string {
+  const guard = ddl.addColumnIfNotExists ? 'IF NOT EXISTS ' : '';
+  return `ALTER TABLE ${t[table]} ADD COLUMN ${guard}${c.name} ${ddl.columnType(c.type)}`;
+}
+
 /** `DROP INDEX IF EXISTS …` for one index (in the tables' schema, if any). */
 export function renderDropIndex(name: string, t: TableNames): string {
   const index = quoteIdent(`${t.prefix}${name}`);
@@ -394,7 +424,7 @@ export function renderDropIndex(name: string, t: TableNames): string {
 }
 
 /**
- * Every statement of one migration: tables, the phase column, indexes, then the indexes
+ * Every statement of one migration: tables, added columns, the phase column, indexes, then the indexes
  * and unique constraints it replaces, then the fill factors (which only shape pages
  * written from then on).
  */
@@ -402,6 +432,7 @@ export function renderMigration(m: Migration, t: TableNames, o: SchemaOptions): 
   const defined = (s: string | undefined): s is string => s !== undefined;
   return [
     ...tablesOf(m, o).map((s) => renderTable(s, t, o.ddl)),
+    ...(m.addColumns ?? []).map((a) => renderAddColumn(a.table, a.column, t, o.ddl)),
     ...(m.phaseColumn ? o.ddl.phaseColumn(t.deliveries) : []),
     ...m.indexes.map((s) => renderIndex(s, t, o.ddl)),
     ...(m.dropIndexes ?? []).map((name) => renderDropIndex(name, t)),
