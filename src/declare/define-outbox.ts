@@ -503,6 +503,14 @@ export function defineOutbox<const E extends Record<string, EventDefinition>>(
   }
 
   const captures = resolveCaptures(input.capture ?? [], events);
+  captures.forEach((c, i) => {
+    if (c.tenant !== undefined && settings.tenancy !== 'column') {
+      throw configError(
+        ['capture', i, 'tenant'],
+        `names the tenant attribute "${c.tenant}" of ${c.model.name}, but this outbox keeps no tenants; declare settings: { tenancy: 'column' }`,
+      );
+    }
+  });
 
   const receivers: ResolvedReceiver[] = [];
   const keys = new Map<string, string>();

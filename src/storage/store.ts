@@ -257,8 +257,9 @@ export interface Maintenance {
   /**
    * The backlog at `now`, one entry per receiver key with anything owed, scheduled or
    * dead (`outbox.health()`); served by the owed and dead rows' indexes, never by history.
+   * With a tenant, only the rows of its events (each read through the events' primary key).
    */
-  readBacklog(now: Date): Promise<BacklogRow[]>;
+  readBacklog(now: Date, filter?: { readonly tenant?: string }): Promise<BacklogRow[]>;
   /**
    * Each of these receiver keys with its newest success, from its live rows and from the
    * last-success table the prune keeps (`outbox.quietReceivers()`); one entry per key.
@@ -306,7 +307,12 @@ export interface Maintenance {
    */
   notifyInTransaction?(topics: readonly string[], transaction: Transaction): Promise<void>;
   /** Dead letters, newest first, with their errors and events. */
-  readDeadLetters(filter: { receiverKey?: string; limit: number }): Promise<DeadLetterRow[]>;
+  readDeadLetters(filter: {
+    receiverKey?: string;
+    limit: number;
+    /** Only this tenant's dead letters. */
+    tenant?: string;
+  }): Promise<DeadLetterRow[]>;
 
   // Prune and cleanup (issue 9): see storage/sql/prune.ts for the due rules and indexes.
   /** Up to `limit` events due under `window`, by sequence, with their delivery row counts. */
@@ -340,6 +346,8 @@ export interface LockedEvent {
   readonly uuid: string;
   /** The event's name: the topic a wakeup names once the operation commits. */
   readonly name: string;
+  /** The event's tenant, or null: what an operation narrowed by tenant checks. */
+  readonly tenant?: string | null;
 }
 
 /** The rows a cancel may withdraw. */
@@ -366,6 +374,8 @@ export interface DeadLetterRow {
   readonly lastError: string | null;
   /** When it was dead-lettered. */
   readonly completedAt: Date | null;
+  /** The event's tenant, or null. */
+  readonly eventTenant?: string | null;
 }
 
 /** What a prune pass reads due against. */
@@ -376,6 +386,11 @@ export interface PruneWindow {
   readonly now: Date;
   /** The ordinary window's end: an event recorded at or before it is past it. */
   readonly cutoff: Date;
+  /**
+   * Only this tenant's events (`pruneEvents({ tenant })`). The re-check at the delete
+   * needs no tenant: the events it is handed were found among the tenant's.
+   */
+  readonly tenant?: string;
 }
 
 /** An event due for deletion and how many delivery rows go with it. */
@@ -495,4 +510,6 @@ export interface DeadFilter {
   readonly deliveryIds?: readonly string[];
   /** Only rows whose event's topic is one of these names or `prefix*` patterns. */
   readonly topics?: readonly string[];
+  /** Only rows whose event belongs to one of these tenants (an empty list: none). */
+  readonly tenants?: readonly string[];
 }
