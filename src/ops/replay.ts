@@ -51,6 +51,7 @@ import { ValidationError } from '../errors/outbox-error.js';
 import { type PlanContext, resolveDueAt, resolveTargets } from '../fire/plan.js';
 import type { Runtime } from '../runtime.js';
 import type { Addition, DeliveryRow, Reopening } from '../storage/store.js';
+import { scopedKey } from '../storage/tenant-keys.js';
 import {
   describe,
   type EventIdentity,
@@ -142,7 +143,8 @@ export async function replayEvents(
           if (!mine) {
             add.push({
               eventSequence: event.sequence,
-              orderingKey: event.orderingKey,
+              // As fire() copies it: the stored form, the tenant's prefix included.
+              orderingKey: scopedKey(event.tenant, event.orderingKey),
               receiverKey: receiver.key,
               target: owed.target,
               maxAttempts: receiver.maxAttempts,

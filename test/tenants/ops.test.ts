@@ -123,4 +123,41 @@ describeEachDialect('tenants: operations narrowed by tenant', (dialect) => {
     const left = await runtimeOf(outbox).store.readEvents({});
     expect(left.map((e) => e.tenant)).toEqual(['globex', null]);
   });
+
+  it('a replay’s added row keeps its tenant’s ordering key apart, as fire() writes it', async () => {
+    const seen: string[] = [];
+    const one = defineOutbox({
+      events: { 'shop.Placed': event({ schema: payload }) },
+      receivers: { 'shop.ok': receiver('shop.Placed', { handle: () => {} }) },
+      settings: { tenancy: 'column' },
+    });
+    const prefix = `tn${Math.random().toString(36).slice(2, 8)}_`;
+    const first = await openOutbox(db, one, { tablePrefix: prefix });
+    const acme = await first.fire('shop.Placed', { n: 1 }, { tenant: 'acme', orderingKey: 'k' });
+    await first.fire('shop.Placed', { n: 2 }, { orderingKey: 'k' });
+    await drainOutbox(first);
+    // A receiver added later, which fails for good: its replayed row of acme's "k" must not
+    // hold back the later event of the tenantless "k".
+    const two = defineOutbox({
+      events: { 'shop.Placed': event({ schema: payload }) },
+      receivers: {
+        'shop.ok': receiver('shop.Placed', { handle: () => {} }),
+        'shop.new': receiver('shop.Placed', {
+          handle: (e) => {
+            if (e.tenant === 'acme') throw new PermanentFailure('no');
+            seen.push(`${e.tenant}:${(e.payload as { n: number }).n}`);
+          },
+        }),
+      },
+      settings: { tenancy: 'column' },
+    });
+    const second = await openOutbox(db, two, { tablePrefix: prefix });
+    const replayed = await second.replayEvents([acme], { receiverKeys: ['shop.new'] });
+    expect(replayed.added).toBe(1);
+    await drainOutbox(second);
+    const plain = await second.fire('shop.Placed', { n: 3 }, { orderingKey: 'k' });
+    expect(plain.tenant).toBeNull();
+    await drainOutbox(second);
+    expect(seen).toEqual(['null:3']);
+  });
 });
