@@ -3,8 +3,8 @@
  * reads the row's tenant into its event (keys and ordering per tenant, context.tenant)
  * and into the envelope (`tenant`), whatever scope the write runs in.
  */
-import { DataTypes, type ModelStatic, type Model as SequelizeModel } from 'sequelize';
-import { afterAll, beforeAll, expect, it } from 'vitest';
+import { DataTypes, type ModelStatic, Sequelize, type Model as SequelizeModel } from 'sequelize';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import {
   ConfigurationError,
@@ -97,5 +97,30 @@ describeEachDialect('tenants: capture reads the row’s tenant', (dialect) => {
         capture: [capture(Invoice, { app: 'billing', tenant: 'tenantId' })],
       }),
     ).toThrow(ConfigurationError);
+  });
+});
+
+describe('tenants: codegen of a capture with a tenant attribute', () => {
+  it('the generated envelope type has tenant: string | null only where the capture declares one', async () => {
+    const { captureParts } = await import('../../codegen/generate-capture.js');
+    const sequelize = new Sequelize('sqlite::memory:', { logging: false });
+    const Bill = sequelize.define('Bill', { tenantId: DataTypes.STRING });
+    const Note = sequelize.define('Note', { text: DataTypes.STRING });
+    const config = defineOutbox({
+      events: {},
+      capture: [
+        capture(Bill, { app: 'billing', tenant: 'tenantId', operations: ['inserted'] }),
+        capture(Note, { app: 'billing', operations: ['inserted'] }),
+      ],
+      settings: { tenancy: 'column' },
+    });
+    const parts = captureParts(config, new Map());
+    const names = (topic: string) =>
+      (
+        parts.payload(topic, 'P', []) as { properties: { name: string; type: string }[] }
+      ).properties.map((p) => `${p.name}: ${p.type}`);
+    expect(names('billing.bill.inserted')).toContain('tenant: string | null');
+    expect(names('billing.note.inserted').some((p) => p.startsWith('tenant'))).toBe(false);
+    await sequelize.close();
   });
 });
