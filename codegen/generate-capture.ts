@@ -232,6 +232,12 @@ export function captureParts(
       type: 'string',
       docs: ['When the write happened, ISO text.'],
     });
+    if (capture.tenant !== undefined)
+      properties.push({
+        name: 'tenant',
+        type: 'string | null',
+        docs: [`The row's tenant: its \`${capture.tenant}\` attribute as text, or null.`],
+      });
     return {
       kind: StructureKind.Interface,
       name: typeName,

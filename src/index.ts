@@ -61,6 +61,7 @@ export type {
   ResolvedSettings,
   Retention,
   Targets,
+  Tenancy,
   TopicPattern,
 } from './declare/index.js';
 export {
@@ -170,6 +171,7 @@ export {
   propagateScope,
   SCOPE_HEADER_PREFIX,
   suppressed,
+  withTenant,
 } from './scope/index.js';
 export type {
   BullmqTaskBackendOptions,
@@ -201,6 +203,7 @@ export {
   getHeaders,
   getKey,
   ORDERING_KEY_HEADER,
+  TENANT_HEADER,
   TOPIC_HEADER,
 } from './transports/message.js';
 export type {

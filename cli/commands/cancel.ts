@@ -12,6 +12,8 @@ import { checkReceiverFlag } from '../receiver-option.js';
 
 export interface CancelFlags extends OperationFlags {
   readonly receiver?: string;
+  /** `--tenant`: only this tenant's rows (`settings.tenancy: 'column'`). */
+  readonly tenant?: string;
 }
 
 /** Declare the command's arguments and options on `command`. */
@@ -22,6 +24,10 @@ export function cancelCommand(command: Command): Command {
       .argument('<event-id...>', "the events' ids (UUIDs)"),
   )
     .option('--receiver <key>', "only this receiver's deliveries")
+    .option(
+      '--tenant <name>',
+      "only this tenant's events; another's are reported missing (settings.tenancy: 'column')",
+    )
     .option('--json', 'print {"cancelled", "inFlight", "missing"} on stdout')
     .addHelpText(
       'after',
@@ -39,7 +45,10 @@ export async function cancel(
 ): Promise<number> {
   return withOutbox(flags, out, io, async (outbox, session) => {
     checkReceiverFlag(session.loaded.config, flags.receiver);
-    const result = await outbox.cancelDeliveries(eventIds, { receiverKey: flags.receiver });
+    const result = await outbox.cancelDeliveries(eventIds, {
+      receiverKey: flags.receiver,
+      tenant: flags.tenant,
+    });
     if (flags.json) printJson(io.stdout, result);
     else {
       out.result(

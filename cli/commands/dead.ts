@@ -15,6 +15,8 @@ import { checkReceiverFlag } from '../receiver-option.js';
 
 export interface DeadFlags extends OperationFlags {
   readonly receiver?: string;
+  /** `--tenant`: only this tenant's rows (`settings.tenancy: 'column'`). */
+  readonly tenant?: string;
   readonly limit?: number;
   /** `--fail-if-any`: exit 2 when any dead letter is listed (a probe). */
   readonly failIfAny?: boolean;
@@ -26,6 +28,7 @@ export function deadCommand(command: Command): Command {
     command.description('list dead-lettered deliveries, newest first, with their errors'),
   )
     .option('--receiver <key>', "only this receiver's dead letters")
+    .option('--tenant <name>', "only this tenant's dead letters (settings.tenancy: 'column')")
     .option(
       '--limit <n>',
       `at most this many (default ${DEFAULT_DEAD_LETTERS_LIMIT})`,
@@ -53,7 +56,11 @@ Then:
 export async function dead(flags: DeadFlags, out: CliOutput, io: CliIo): Promise<number> {
   return withOutbox(flags, out, io, async (outbox, session) => {
     checkReceiverFlag(session.loaded.config, flags.receiver);
-    const letters = await outbox.deadLetters({ receiverKey: flags.receiver, limit: flags.limit });
+    const letters = await outbox.deadLetters({
+      receiverKey: flags.receiver,
+      limit: flags.limit,
+      tenant: flags.tenant,
+    });
     if (flags.json) printJson(io.stdout, letters);
     else if (letters.length === 0) out.result(`no dead letters on ${session.where}`);
     else {

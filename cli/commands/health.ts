@@ -25,6 +25,9 @@ import { noTaskBackend } from '../task-backend.js';
 
 export interface HealthFlags extends ConnectionFlags {
   readonly json?: boolean;
+  /** `--tenant`: only this tenant's rows (`settings.tenancy: 'column'`). */
+  readonly tenant?: string;
+
   readonly maxOwed?: number;
   /** `--max-oldest-age`, in milliseconds. */
   readonly maxOldestAge?: number;
@@ -69,6 +72,7 @@ export function healthCommand(command: Command): Command {
     ),
   )
     .option('--json', 'print the health as one JSON object (for machines)')
+    .option('--tenant <name>', "only this tenant's rows (settings.tenancy: 'column')")
     .option('--max-owed <n>', 'exit 2 when more deliveries than this are owed', integer(0))
     .option(
       '--max-oldest-age <duration>',
@@ -153,7 +157,7 @@ export async function health(flags: HealthFlags, out: CliOutput, io: CliIo): Pro
       wakeup: null,
       taskBackend: noTaskBackend(session.loaded.config, 'health'),
     });
-    const read = await outbox.health();
+    const read = await outbox.health(flags.tenant === undefined ? {} : { tenant: flags.tenant });
     // The dead letters that hold owed rows of their ordering key back (only read when
     // there are dead letters): what explains an owed row that only grows older.
     const entry = findDialect(session.db.sequelize.getDialect());

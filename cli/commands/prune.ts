@@ -29,6 +29,9 @@ export interface PruneFlags extends ConnectionFlags {
   readonly dryRun?: boolean;
   readonly json?: boolean;
   readonly batchSize?: number;
+  /** `--tenant`: only this tenant's rows (`settings.tenancy: 'column'`). */
+  readonly tenant?: string;
+
   readonly limit?: number;
 }
 
@@ -69,6 +72,7 @@ export function pruneCommand(command: Command): Command {
       integer(1, 100_000),
     )
     .option('--limit <events>', 'delete at most this many events', integer(1))
+    .option('--tenant <name>', "only this tenant's events (settings.tenancy: 'column')")
     .addHelpText(
       'after',
       `
@@ -124,7 +128,12 @@ export async function prune(flags: PruneFlags, out: CliOutput, io: CliIo): Promi
     // The bar's total: what a dry run counts now (one count, served by the prune's indexes).
     const total =
       form === 'bar'
-        ? await outbox.pruneEvents({ olderThan, dryRun: true, limit: flags.limit })
+        ? await outbox.pruneEvents({
+            olderThan,
+            dryRun: true,
+            limit: flags.limit,
+            tenant: flags.tenant,
+          })
         : 0;
     const progress = await startProgress(out, {
       form,
@@ -137,6 +146,7 @@ export async function prune(flags: PruneFlags, out: CliOutput, io: CliIo): Promi
     try {
       events = await outbox.pruneEvents({
         olderThan,
+        tenant: flags.tenant,
         dryRun: flags.dryRun,
         batchSize: flags.batchSize,
         limit: flags.limit,

@@ -17,6 +17,7 @@ import { DEFAULT_LANE } from '../../src/declare/define-outbox.js';
 import { ConfigurationError } from '../../src/errors/outbox-error.js';
 import { createOutbox, type Outbox } from '../../src/outbox.js';
 import { servedLanes } from '../../src/relay/lanes.js';
+import { checkTenants } from '../../src/relay/relay-tenants.js';
 import { checkTopics } from '../../src/relay/relay-topics.js';
 import type { RelayReport } from '../../src/relay/run-relay.js';
 import { isTransientDatabaseError } from '../../src/relay/transient.js';
@@ -52,6 +53,10 @@ export interface RelayFlags extends ConnectionFlags {
   readonly topic?: readonly string[];
   /** `--exclude-topic` (repeatable). */
   readonly excludeTopic?: readonly string[];
+  /** `--tenant` (repeatable): serve only these tenants' events. */
+  readonly tenant?: readonly string[];
+  /** `--exclude-tenant` (repeatable). */
+  readonly excludeTenant?: readonly string[];
   /** `--metrics-port`: serve Prometheus metrics at /metrics on this port (0: any free one). */
   readonly metricsPort?: number;
   /** `--metrics-host`: the address the metrics endpoint binds. */
@@ -101,6 +106,16 @@ export function relayCommand(command: Command): Command {
     .option(
       '--exclude-topic <topic>',
       'leave these topics to other relays (repeatable)',
+      repeatable,
+    )
+    .option(
+      '--tenant <name>',
+      "serve only these tenants' events (repeatable; settings.tenancy: 'column')",
+      repeatable,
+    )
+    .option(
+      '--exclude-tenant <name>',
+      "leave these tenants' events to other relays (repeatable)",
       repeatable,
     )
     .addOption(
@@ -186,6 +201,8 @@ export async function relay(flags: RelayFlags, out: CliOutput, io: CliIo): Promi
     refuseTaskLanes(session.loaded.config, lanes);
     checkTopics('runRelay', 'topics', flags.topic);
     checkTopics('runRelay', 'excludeTopics', flags.excludeTopic);
+    checkTenants(session.loaded.config, 'runRelay', 'tenants', flags.tenant);
+    checkTenants(session.loaded.config, 'runRelay', 'excludeTenants', flags.excludeTenant);
     const status = await schemaStatus(session.db.sequelize, session.tables);
     if (status.state !== 'current') {
       const what =
@@ -333,6 +350,8 @@ async function runUntilStopped(
           excludeLanes: flags.excludeLane,
           topics: flags.topic,
           excludeTopics: flags.excludeTopic,
+          tenants: flags.tenant,
+          excludeTenants: flags.excludeTenant,
           summaryIntervalMs: flags.summaryInterval,
         })
         .then((report): Ending => ({ kind: 'report', report })),

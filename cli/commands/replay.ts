@@ -18,6 +18,8 @@ import { checkReceiverFlag } from '../receiver-option.js';
 
 export interface ReplayFlags extends OperationFlags {
   readonly receiver?: readonly string[];
+  /** `--tenant`: only this tenant's rows (`settings.tenancy: 'column'`). */
+  readonly tenant?: string;
 }
 
 /** Declare the command's arguments and options on `command`. */
@@ -36,6 +38,10 @@ export function replayCommand(command: Command): Command {
       '--receiver <key>',
       'replay to this durable receiver only (repeatable): give a new receiver the backlog',
       repeatable,
+    )
+    .option(
+      '--tenant <name>',
+      "only this tenant's events; another's are reported missing (settings.tenancy: 'column')",
     )
     .option('--json', 'print {"reopened", "added", "missing"} on stdout')
     .addHelpText(
@@ -62,7 +68,10 @@ export async function replay(
     io,
     async (outbox, session) => {
       for (const key of flags.receiver ?? []) checkReceiverFlag(session.loaded.config, key);
-      const result = await outbox.replayEvents(eventIds, { receiverKeys: flags.receiver });
+      const result = await outbox.replayEvents(eventIds, {
+        receiverKeys: flags.receiver,
+        tenant: flags.tenant,
+      });
       if (flags.json) printJson(io.stdout, result);
       else {
         out.result(

@@ -25,6 +25,8 @@ export interface RequeueDeadFlags extends OperationFlags {
   readonly receiver?: string;
   readonly id?: readonly string[];
   readonly topic?: readonly string[];
+  /** `--tenant`: only this tenant's rows (`settings.tenancy: 'column'`). */
+  readonly tenant?: string;
   readonly limit?: number;
   /** `--all`: requeue every dead letter without asking. */
   readonly all?: boolean;
@@ -50,6 +52,7 @@ export function requeueDeadCommand(command: Command): Command {
       'only events of this topic: a name or a prefix pattern such as "library.*" (repeatable)',
       repeatable,
     )
+    .option('--tenant <name>', "only this tenant's dead letters (settings.tenancy: 'column')")
     .option('--limit <n>', 'at most this many rows', integer(1))
     .option(
       '--all',
@@ -90,17 +93,19 @@ export async function requeueDead(
         receiverKey: flags.receiver,
         deliveryIds: flags.id,
         topics: flags.topic,
+        tenant: flags.tenant,
         limit: flags.limit,
       };
       const unscoped =
         flags.receiver === undefined &&
         flags.id === undefined &&
         flags.topic === undefined &&
+        flags.tenant === undefined &&
         flags.limit === undefined;
       if (unscoped && !flags.all) {
         if (io.stdin.isTTY !== true) {
           throw new ValidationError(
-            'requeue-dead with no --receiver, --id, --topic or --limit requeues every dead letter: pass --all to mean it (on a terminal it asks), or name what to requeue (`npx outbox dead` lists them)',
+            'requeue-dead with no --receiver, --id, --topic, --tenant or --limit requeues every dead letter: pass --all to mean it (on a terminal it asks), or name what to requeue (`npx outbox dead` lists them)',
             { path: 'all' },
           );
         }

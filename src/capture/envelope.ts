@@ -206,7 +206,7 @@ export function changeOf(
   const pk = pkOf(capture, source ?? {});
   const before = operation === 'inserted' ? null : rowImage(capture, rows.before);
   const after = operation === 'deleted' ? null : rowImage(capture, rows.after);
-  return {
+  const change: CapturedChange = {
     model: capture.label,
     operation,
     pk,
@@ -215,6 +215,9 @@ export function changeOf(
     after,
     occurredAt,
   };
+  if (capture.tenant === undefined) return change;
+  const tenant = source?.[capture.tenant];
+  return { ...change, tenant: tenant === null || tenant === undefined ? null : String(tenant) };
 }
 
 /** The event payload of a change under the capture's payload mode. */
@@ -236,6 +239,7 @@ export function envelopeOf(
     envelope.after = change.after;
   }
   envelope.occurred_at = change.occurredAt.toISOString();
+  if (capture.tenant !== undefined) envelope.tenant = change.tenant ?? null;
   return envelope;
 }
 
@@ -298,6 +302,8 @@ export function envelopeText(
     return undefined;
   }
   if (!OPERATIONS.has(envelope.operation as string)) return undefined;
+  const tenant = envelope.tenant;
+  if (tenant !== undefined && tenant !== null && typeof tenant !== 'string') return undefined;
   const changed = envelope.changed;
   if (changed !== null) {
     if (!Array.isArray(changed)) return undefined;

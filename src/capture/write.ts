@@ -28,6 +28,7 @@ const ENVELOPE_KEYS: ReadonlySet<string> = new Set([
   'before',
   'after',
   'occurred_at',
+  'tenant',
 ]);
 
 /**
@@ -118,6 +119,8 @@ async function writeEvents(
       payload,
       orderingKey: orderingKeyOf(capture, change),
       occurredAt: change.occurredAt,
+      // The row's tenant wins over the scope's (null too: a row of no tenant is no one's).
+      ...(capture.tenant === undefined ? {} : { tenant: change.tenant ?? null }),
       ...(extension?.headers ? { headers: extension.headers } : {}),
     };
   });

@@ -96,6 +96,7 @@ export function decodeEvent(config: OutboxConfig, stored: StoredEvent): OutboxEv
     actor: stored.actor,
     correlationId: stored.correlationId,
     causedBy: stored.causedBy,
+    tenant: stored.tenant,
   };
 }
 

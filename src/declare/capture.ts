@@ -62,6 +62,12 @@ export interface CapturedChange {
   readonly after: Record<string, unknown> | null;
   /** When the write happened. */
   readonly occurredAt: Date;
+  /**
+   * The row's tenant: the value of the capture's `tenant` attribute, as text (the row as
+   * the write left it; for a delete, as it was), or null; absent when the capture declares
+   * no `tenant`. The change's event is that tenant's.
+   */
+  readonly tenant?: string | null;
 }
 
 /** What an `extend` function adds to one change's event. */
@@ -226,6 +232,14 @@ export interface CaptureOptions {
    * @defaultValue true
    */
   readonly outbox?: boolean;
+  /**
+   * The model's attribute naming the row's tenant (`'tenantId'`), on an outbox with
+   * `settings.tenancy: 'column'`: each change's event is the row's tenant's (its keys and
+   * ordering per tenant, `context.tenant` on delivery), whatever `withTenant()` block the
+   * write runs in, and its envelope carries `tenant` (the value as text, or null).
+   * @defaultValue none: the events belong to the tenant of the scope around the write
+   */
+  readonly tenant?: string;
 }
 
 /** What {@link capture} returns: a declaration for `defineOutbox({ capture: [...] })`. */
@@ -263,6 +277,8 @@ export interface ResolvedCapture {
   readonly sinks: readonly ChangeSink[];
   /** Whether the capture writes outbox events (`outbox` as declared). */
   readonly toOutbox: boolean;
+  /** The attribute naming the row's tenant, or undefined (see `CaptureOptions.tenant`). */
+  readonly tenant?: string;
 }
 
 /** Whether a value was made by {@link capture}. */
@@ -288,6 +304,7 @@ const OPTION_NAMES = [
   'extendMany',
   'sink',
   'outbox',
+  'tenant',
 ] as const;
 
 /**
@@ -387,6 +404,13 @@ function checkCapture(model: CapturableModel, options: CaptureOptions): void {
         );
       }
     }
+  }
+  if (options.tenant !== undefined && !names.includes(options.tenant)) {
+    fail(
+      model,
+      'tenant',
+      `names ${JSON.stringify(options.tenant)}, which ${model.name} does not have (its attributes: ${names.join(', ')})`,
+    );
   }
   if (
     options.payload !== undefined &&
@@ -556,6 +580,7 @@ export function resolveCapture(definition: CaptureDefinition): ResolvedCapture {
     extendMany: options.extendMany,
     sinks: sinksOf(options.sink) ?? [],
     toOutbox,
+    ...(options.tenant === undefined ? {} : { tenant: options.tenant }),
   };
 }
 
@@ -632,6 +657,7 @@ export function envelopeSchema(resolved: ResolvedCapture): z.ZodType {
     before: row,
     after: row,
     occurred_at: z.string(),
+    ...(resolved.tenant === undefined ? {} : { tenant: z.string().nullable() }),
   });
 }
 

@@ -203,6 +203,7 @@ const settingsSchema = z.strictObject({
     .optional(),
   relayPrune: z.boolean({ error: 'must be true or false' }).optional(),
   relayPruneSeconds: positiveNumber('a number of seconds > 0').optional(),
+  tenancy: z.enum(['none', 'column'], { error: 'must be "none" or "column"' }).optional(),
 });
 
 const retentionSchema = z.union(
@@ -527,6 +528,14 @@ export function defineOutbox<const E extends Record<string, EventDefinition>>(
   }
 
   const captures = resolveCaptures(input.capture ?? [], events);
+  captures.forEach((c, i) => {
+    if (c.tenant !== undefined && settings.tenancy !== 'column') {
+      throw configError(
+        ['capture', i, 'tenant'],
+        `names the tenant attribute "${c.tenant}" of ${c.model.name}, but this outbox keeps no tenants; declare settings: { tenancy: 'column' }`,
+      );
+    }
+  });
 
   const receivers: ResolvedReceiver[] = [];
   const keys = new Map<string, string>();

@@ -26,7 +26,7 @@ export type {
   TopicPattern,
 } from './receiver.js';
 export { isReceiverDefinition, receiver } from './receiver.js';
-export type { OutboxSettings, ResolvedSettings } from './settings.js';
+export type { OutboxSettings, ResolvedSettings, Tenancy } from './settings.js';
 export { DEFAULT_SETTINGS } from './settings.js';
 export type {
   DeliveryCallOptions,

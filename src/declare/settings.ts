@@ -68,7 +68,19 @@ export interface OutboxSettings {
    * @defaultValue 300
    */
   readonly relayPruneSeconds?: number;
+  /**
+   * How the outbox keeps tenants apart (docs/tenants.md). `'column'`: every event may name
+   * a tenant (`fire(…, { tenant })`, or the `withTenant()` scope around the call), kept in
+   * the events' `tenant` column; idempotency and ordering keys are unique per tenant, a
+   * delivery's context names the tenant, and relays, health and the operator's operations
+   * narrow by it. `'none'`: no event names a tenant, and one given is refused.
+   * @defaultValue 'none'
+   */
+  readonly tenancy?: Tenancy;
 }
+
+/** How tenants are kept apart: not at all, or by a column of the events (see `settings.tenancy`). */
+export type Tenancy = 'none' | 'column';
 
 /** {@link OutboxSettings} with every default filled in. */
 export interface ResolvedSettings {
@@ -83,6 +95,7 @@ export interface ResolvedSettings {
   readonly pruneBatchRows: number;
   readonly relayPrune: boolean;
   readonly relayPruneSeconds: number;
+  readonly tenancy: Tenancy;
 }
 
 /** The defaults of {@link OutboxSettings}. */
@@ -98,4 +111,5 @@ export const DEFAULT_SETTINGS: ResolvedSettings = {
   pruneBatchRows: 1000,
   relayPrune: true,
   relayPruneSeconds: 300,
+  tenancy: 'none',
 };

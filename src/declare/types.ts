@@ -107,6 +107,11 @@ export interface OutboxEvent<P = unknown> {
    * `null` for an event fired outside any receiver.
    */
   readonly causedBy: string | null;
+  /**
+   * The tenant the event belongs to (`settings.tenancy: 'column'`): the one `fire()` named
+   * or the `withTenant()` block's; `null` for none. Absent only on an event built by hand.
+   */
+  readonly tenant?: string | null;
 }
 
 /**
@@ -133,6 +138,11 @@ export interface DeliveryContext {
    * exists (`inline`/`onCommit` receivers, and the context `targets` is asked with).
    */
   readonly dueAt: Date | null;
+  /**
+   * The tenant of the event delivered (`settings.tenancy: 'column'`), or `null`: what a
+   * handler scopes its own queries by. Absent only on a context built by hand.
+   */
+  readonly tenant?: string | null;
   /**
    * The transaction to do database work in. For a durable handler it is the transaction
    * that also records the acknowledgement, so work in the same database commits exactly

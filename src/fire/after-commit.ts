@@ -42,7 +42,9 @@ export function arrangeAfterCommit(
     whenCommitted(transaction, async () => {
       for (const { receiver, event } of onCommit) {
         try {
-          await withCause(event, () => receiver.handle!(event, rowlessContext(receiver.key)));
+          await withCause(event, () =>
+            receiver.handle!(event, rowlessContext(receiver.key, undefined, event.tenant ?? null)),
+          );
         } catch (error) {
           rt.logger.error(
             `onCommit receiver ${receiver.key} failed for ${event.name}; not retried (onCommit is best effort)`,

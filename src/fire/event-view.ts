@@ -1,6 +1,7 @@
 import type { Transaction } from 'sequelize';
 import type { FiringEvent } from '../declare/receiver.js';
 import type { DeliveryContext } from '../declare/types.js';
+import { unscopedKey } from '../storage/tenant-keys.js';
 import type { PreparedEvent } from './types.js';
 
 /**
@@ -14,13 +15,14 @@ export function firingEventOf(p: PreparedEvent): FiringEvent {
     version: p.row.version,
     payload: p.payload,
     headers: p.headers,
-    orderingKey: p.row.orderingKey,
-    idempotencyKey: p.row.idempotencyKey,
+    orderingKey: unscopedKey(p.row.tenant ?? null, p.row.orderingKey),
+    idempotencyKey: unscopedKey(p.row.tenant ?? null, p.row.idempotencyKey),
     occurredAt: p.row.occurredAt,
     recordedAt: p.row.recordedAt,
     actor: p.row.actor,
     correlationId: p.row.correlationId,
     causedBy: p.row.causedBy,
+    tenant: p.row.tenant ?? null,
   };
 }
 
@@ -28,6 +30,18 @@ export function firingEventOf(p: PreparedEvent): FiringEvent {
  * The context of a call with no delivery row behind it: an `inline` or `onCommit` receiver,
  * or a `targets` function deciding the rows. Attempt 1, no target, no due time.
  */
-export function rowlessContext(receiverKey: string, transaction?: Transaction): DeliveryContext {
-  return { receiverKey, deliveryId: null, attempt: 1, target: '', dueAt: null, transaction };
+export function rowlessContext(
+  receiverKey: string,
+  transaction?: Transaction,
+  tenant: string | null = null,
+): DeliveryContext {
+  return {
+    receiverKey,
+    deliveryId: null,
+    attempt: 1,
+    target: '',
+    dueAt: null,
+    transaction,
+    tenant,
+  };
 }

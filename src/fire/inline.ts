@@ -21,7 +21,7 @@ export async function runInlineReceivers(
     if (event.duplicate || event.suppressed !== null) continue;
     for (const receiver of planned[i].route.inline) {
       await withCause(event, () =>
-        receiver.handle!(event, rowlessContext(receiver.key, transaction)),
+        receiver.handle!(event, rowlessContext(receiver.key, transaction, event.tenant ?? null)),
       );
     }
   }

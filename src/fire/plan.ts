@@ -113,7 +113,7 @@ export async function resolveTargets(
 ): Promise<string[]> {
   let answer: unknown = receiver.targets?.(
     event,
-    rowlessContext(receiver.key, context.transaction),
+    rowlessContext(receiver.key, context.transaction, event.tenant ?? null),
   );
   if (isThenable(answer)) answer = await answer;
   const culprit = `${where}: receiver ${receiver.key}'s targets for ${event.name}`;

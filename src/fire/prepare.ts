@@ -8,6 +8,8 @@ import { ValidationError } from '../errors/outbox-error.js';
 import type { ScopeFrame } from '../scope/frame.js';
 import { currentFrame } from '../scope/frame.js';
 import { checkSuppressedNames, suppressionOf } from '../scope/suppressed.js';
+import { tenantProblem } from '../scope/tenant.js';
+import { scopedKey, TENANT_KEY_SEPARATOR } from '../storage/tenant-keys.js';
 import { newEventUuid } from './event-uuid.js';
 import type { FireMessage, PreparedEvent } from './types.js';
 
@@ -115,8 +117,9 @@ function prepareEvent(
   }
   // A row written by another codec than json says which (see src/codec/payload-codec.ts).
   if (codec !== jsonCodec) headers = { ...headers, [CODEC_HEADER]: codec.name };
-  checkKey(message.idempotencyKey, 'idempotencyKey', where);
-  checkKey(message.orderingKey, 'orderingKey', where);
+  const tenant = tenantOf(config, message, frame, where);
+  checkKey(message.idempotencyKey, 'idempotencyKey', where, tenant);
+  checkKey(message.orderingKey, 'orderingKey', where, tenant);
   const occurredAt = message.occurredAt ?? now;
   if (!(occurredAt instanceof Date) || Number.isNaN(occurredAt.getTime())) {
     throw new ValidationError(
@@ -156,8 +159,8 @@ function prepareEvent(
       version: route.event.version,
       payload: payload.text,
       headers: isEmpty(headers) ? '{}' : encode(headers, 'headers', where, message.name).text,
-      orderingKey: message.orderingKey ?? null,
-      idempotencyKey: message.idempotencyKey ?? null,
+      orderingKey: scopedKey(tenant, message.orderingKey ?? null),
+      idempotencyKey: scopedKey(tenant, message.idempotencyKey ?? null),
       occurredAt,
       recordedAt: now,
       retentionSeconds: typeof retention === 'object' ? Math.round(retention.days * 86_400) : null,
@@ -166,8 +169,37 @@ function prepareEvent(
       correlationId: scope?.correlationId ?? uuid,
       causedBy: scope?.causedBy ?? null,
       suppressedReason: suppression?.reason ?? null,
+      tenant,
     },
   };
+}
+
+/**
+ * The event's tenant: the message's own (`null` names none), else the scope's. Refused
+ * on an outbox without tenancy, whichever named it, so an event meant for a tenant is never
+ * recorded as everyone's.
+ */
+function tenantOf(
+  config: OutboxConfig,
+  message: FireMessage,
+  frame: ScopeFrame | undefined,
+  where: string,
+): string | null {
+  const given = message.tenant;
+  const tenant = given === undefined ? (frame?.scope.tenant ?? null) : given;
+  if (tenant === null) return null;
+  if (config.settings.tenancy !== 'column') {
+    throw new ValidationError(
+      `${where}: ${message.name} names the tenant ${JSON.stringify(tenant)}${given === undefined ? ' (from the withTenant() block around the call)' : ''}, but this outbox keeps no tenants; declare defineOutbox({ settings: { tenancy: 'column' } }) and run npx outbox migrate, or fire it without one; nothing was written`,
+      { path: 'tenant' },
+    );
+  }
+  const problem = tenantProblem(tenant);
+  if (problem)
+    throw new ValidationError(`${where}: ${message.name} tenant ${problem}; nothing was written`, {
+      path: 'tenant',
+    });
+  return tenant;
 }
 
 /**
@@ -200,11 +232,22 @@ function encode(
   }
 }
 
-function checkKey(value: unknown, name: string, where: string): void {
+/**
+ * A key is 1 to 255 characters; a tenant's is stored behind its tenant and a separator
+ * (storage/tenant-keys.ts), so it has that much less room and may not hold the separator.
+ */
+function checkKey(value: unknown, name: string, where: string, tenant: string | null): void {
   if (value === undefined) return;
-  if (typeof value !== 'string' || value.length === 0 || value.length > MAX_KEY) {
+  const max = tenant === null ? MAX_KEY : MAX_KEY - tenant.length - 1;
+  if (typeof value !== 'string' || value.length === 0 || value.length > max) {
     throw new ValidationError(
-      `${where}: ${name} must be a string of 1 to ${MAX_KEY} characters (got ${JSON.stringify(value)})`,
+      `${where}: ${name} must be a string of 1 to ${max} characters${tenant === null ? '' : ` (${MAX_KEY} less the tenant ${JSON.stringify(tenant)} and a separator)`} (got ${JSON.stringify(value)})`,
+      { path: name },
+    );
+  }
+  if (tenant !== null && value.includes(TENANT_KEY_SEPARATOR)) {
+    throw new ValidationError(
+      `${where}: ${name} of a tenant's event must not contain U+001F, the separator of its stored form (got ${JSON.stringify(value)})`,
       { path: name },
     );
   }

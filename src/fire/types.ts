@@ -45,6 +45,15 @@ export interface FireOptions {
    * @defaultValue true
    */
   readonly wakeup?: boolean;
+  /**
+   * The tenant the event belongs to, on an outbox with `settings.tenancy: 'column'`: its
+   * idempotency and ordering keys are unique and ordered per tenant, and each delivery's
+   * `context.tenant` names it. Without it, the tenant of the `withTenant()` block around the
+   * call (or of the event whose receiver fires it); `null` names none even inside a block.
+   * Refused by an outbox without tenancy.
+   * @defaultValue the scope's tenant, else none
+   */
+  readonly tenant?: string | null;
 }
 
 /** Options of `outbox.fireMany()`: the call's, not one message's. */

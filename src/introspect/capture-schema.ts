@@ -187,6 +187,8 @@ export function captureJsonSchema(
     operation: { const: operation },
     pk: pkSchema(capture),
   };
+  if (capture.tenant !== undefined)
+    properties.tenant = { anyOf: [{ type: 'string' }, { type: 'null' }] };
   const images = imagesOf(capture, operation);
   for (const side of ['after', 'before'] as const) {
     const image = images[side];

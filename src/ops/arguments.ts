@@ -3,7 +3,9 @@
  * id raises a {@link ValidationError} naming it rather than a database error that would
  * abort the caller's PostgreSQL transaction (an invalid uuid cast, a non-numeric id).
  */
+import type { OutboxConfig } from '../declare/define-outbox.js';
 import { ValidationError } from '../errors/outbox-error.js';
+import { tenantProblem } from '../scope/tenant.js';
 
 /**
  * An event, as an operation takes it: its id (`OutboxEvent.id`, the UUIDv7 receivers
@@ -123,4 +125,34 @@ export function missingOf(
 ): string[] {
   const present = new Set(found.map((e) => e.uuid.toLowerCase()));
   return uuids.filter((u) => !present.has(u));
+}
+
+/**
+ * An operation's `tenant` (`settings.tenancy: 'column'`): undefined (every tenant's rows),
+ * or a tenant name, which narrows the operation to that tenant's events.
+ * @throws {ValidationError} on an outbox without tenancy, or for no tenant name.
+ */
+export function tenantOption(
+  config: OutboxConfig,
+  tenant: unknown,
+  where: string,
+): string | undefined {
+  if (tenant === undefined) return undefined;
+  if (config.settings.tenancy !== 'column') {
+    throw new ValidationError(
+      `${where}: tenant narrows by tenant, but this outbox keeps no tenants; declare defineOutbox({ settings: { tenancy: 'column' } }) or drop the tenant`,
+      { path: 'tenant' },
+    );
+  }
+  const problem = tenantProblem(tenant);
+  if (problem) throw new ValidationError(`${where}: tenant ${problem}`, { path: 'tenant' });
+  return tenant as string;
+}
+
+/** The events an operation narrowed to `tenant` may touch: those of that tenant. */
+export function ofTenant<E extends { readonly tenant?: string | null }>(
+  events: readonly E[],
+  tenant: string | undefined,
+): readonly E[] {
+  return tenant === undefined ? events : events.filter((e) => e.tenant === tenant);
 }

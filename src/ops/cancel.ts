@@ -30,7 +30,9 @@ import {
   type EventIdentity,
   eventUuids,
   missingOf,
+  ofTenant,
   receiverKeyOption,
+  tenantOption,
 } from './arguments.js';
 import { inOperationTransaction } from './in-transaction.js';
 
@@ -48,6 +50,13 @@ export interface CancelDeliveriesOptions {
    * @defaultValue every row of the events
    */
   readonly deliveryIds?: readonly (string | number)[];
+  /**
+   * Only this tenant's events (`settings.tenancy: 'column'`): an event of another tenant
+   * is left untouched and reported among `missing`, as an id naming no event is, so an
+   * operator working for one tenant cannot reach another's.
+   * @defaultValue every tenant's
+   */
+  readonly tenant?: string;
   /**
    * The transaction to join, so the cancel commits with the change that made the work moot
    * or not at all. Without it, the one Sequelize's CLS carries; with neither, its own.
@@ -74,12 +83,13 @@ export async function cancelDeliveries(
   const where = 'cancelDeliveries()';
   const uuids = eventUuids(events, where);
   const receiverKey = receiverKeyOption(options.receiverKey, where);
+  const tenant = tenantOption(rt.config, options.tenant, where);
   const deliveryIds =
     options.deliveryIds === undefined ? undefined : deliveryIdList(options.deliveryIds, where);
   if (uuids.length === 0) return { cancelled: 0, inFlight: 0, missing: [] };
   const completedAt = rt.clock();
   return inOperationTransaction(rt, options.transaction, async (transaction) => {
-    const locked = await rt.store.lockEvents({ uuids }, transaction);
+    const locked = ofTenant(await rt.store.lockEvents({ uuids }, transaction), tenant);
     const missing = missingOf(uuids, locked);
     if (locked.length === 0 || deliveryIds?.length === 0)
       return { cancelled: 0, inFlight: 0, missing };

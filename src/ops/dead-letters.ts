@@ -4,7 +4,7 @@
  * to requeue (`requeueDead({ deliveryIds })`) or replay. `outbox dead` prints it.
  */
 import type { Runtime } from '../runtime.js';
-import { limitOption, receiverKeyOption } from './arguments.js';
+import { limitOption, receiverKeyOption, tenantOption } from './arguments.js';
 
 /** Options of {@link Outbox.deadLetters}. */
 export interface DeadLettersOptions {
@@ -12,6 +12,8 @@ export interface DeadLettersOptions {
   readonly receiverKey?: string;
   /** At most this many, the newest. @defaultValue 100 */
   readonly limit?: number;
+  /** Only this tenant's (`settings.tenancy: 'column'`). @defaultValue every tenant's */
+  readonly tenant?: string;
 }
 
 /** One dead-lettered delivery. */
@@ -37,6 +39,8 @@ export interface DeadLetter {
   readonly lastError: string | null;
   /** When it was dead-lettered. */
   readonly deadAt: Date | null;
+  /** The event's tenant, or `null` (`settings.tenancy: 'column'`). */
+  readonly tenant: string | null;
 }
 
 /** The default number of dead letters read. */
@@ -50,7 +54,8 @@ export async function deadLetters(
   const where = 'deadLetters()';
   const receiverKey = receiverKeyOption(options.receiverKey, where);
   const limit = limitOption(options.limit, where) ?? DEFAULT_DEAD_LETTERS_LIMIT;
-  const rows = await rt.store.readDeadLetters({ receiverKey, limit });
+  const tenant = tenantOption(rt.config, options.tenant, where);
+  const rows = await rt.store.readDeadLetters({ receiverKey, limit, tenant });
   return rows.map((r) => ({
     deliveryId: r.id,
     eventId: r.eventUuid,
@@ -63,5 +68,6 @@ export async function deadLetters(
     maxAttempts: r.maxAttempts,
     lastError: r.lastError,
     deadAt: r.completedAt,
+    tenant: r.eventTenant ?? null,
   }));
 }

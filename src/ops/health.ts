@@ -11,6 +11,7 @@
 import { ValidationError } from '../errors/outbox-error.js';
 import type { Runtime } from '../runtime.js';
 import type { BacklogRow } from '../storage/store.js';
+import { tenantOption } from './arguments.js';
 
 /** What one receiver is behind on (the reference's `ReceiverBacklog`). */
 export interface ReceiverBacklog {
@@ -84,6 +85,11 @@ export interface OutboxHealth {
 export interface HealthOptions {
   /** The moment to read the backlog at. @defaultValue the outbox's clock */
   readonly now?: Date;
+  /**
+   * Only this tenant's rows (`settings.tenancy: 'column'`): its backlog, its oldest owed
+   * delivery, its dead letters. @defaultValue every tenant's
+   */
+  readonly tenant?: string;
 }
 
 /**
@@ -97,7 +103,8 @@ export async function outboxHealth(
   options: HealthOptions = {},
 ): Promise<OutboxHealth> {
   const now = checkedNow(options.now, 'health', rt);
-  const rows = await rt.store.readBacklog(now);
+  const tenant = tenantOption(rt.config, options.tenant, 'health()');
+  const rows = await rt.store.readBacklog(now, tenant === undefined ? {} : { tenant });
   return summarise(now, rows);
 }
 

@@ -13,6 +13,7 @@ import { QueryTypes, type Sequelize } from 'sequelize';
 import type { DialectEntry } from '../storage/dialect-entry.js';
 import type { SqlDialect } from '../storage/sql/dialect.js';
 import type { TableNames } from '../storage/tables.js';
+import { unscopedKey } from '../storage/tenant-keys.js';
 
 /** A dead letter with owed rows of its ordering key behind it. */
 export interface HoldingDeadLetter {
@@ -22,6 +23,8 @@ export interface HoldingDeadLetter {
   /** The fan-out target, or null for a plain receiver. */
   readonly target: string | null;
   readonly orderingKey: string;
+  /** The dead row's event's tenant (its ordering key is that tenant's); absent without one. */
+  readonly tenant?: string;
   /** The dead row's event (its UUID). */
   readonly eventId: string;
   /** How many owed rows of the key wait behind it, counted to {@link HELD_BACK_COUNT_CAP}. */
@@ -52,6 +55,7 @@ export function holdingDeadLettersSql(t: TableNames, d: SqlDialect): string {
   return `
     SELECT x.id AS delivery_id, x.receiver_key, x.target, x.ordering_key,
            (SELECT e.uuid FROM ${t.events} e WHERE e.id = x.event_id) AS event_uuid,
+           (SELECT e.tenant FROM ${t.events} e WHERE e.id = x.event_id) AS event_tenant,
            (SELECT count(*) FROM (${behind('1')} LIMIT ${d.param(2, 'integer')}) c) AS held_back
     FROM ${t.deliveries} x
     WHERE ${d.ddl.phase.dead('x')} AND x.ordering_key IS NOT NULL
@@ -73,6 +77,7 @@ export async function readHoldingDeadLetters(
     target: string | null;
     ordering_key: string;
     event_uuid: string;
+    event_tenant: string | null;
     held_back: string | number;
   }>(holdingDeadLettersSql(tables, entry.sql), {
     bind: [limit, HELD_BACK_COUNT_CAP],
@@ -82,7 +87,8 @@ export async function readHoldingDeadLetters(
     deliveryId: String(r.delivery_id),
     receiverKey: r.receiver_key,
     target: r.target === '' ? null : r.target,
-    orderingKey: r.ordering_key,
+    orderingKey: unscopedKey(r.event_tenant ?? null, r.ordering_key) ?? r.ordering_key,
+    ...(r.event_tenant ? { tenant: r.event_tenant } : {}),
     eventId: r.event_uuid,
     heldBack: Number(r.held_back),
   }));

@@ -19,6 +19,7 @@ import { durationSeconds } from '../declare/duration.js';
 import { ConfigurationError } from '../errors/outbox-error.js';
 import type { Runtime } from '../runtime.js';
 import type { DueEvent, PruneCounts, PruneWindow } from '../storage/store.js';
+import { tenantOption } from './arguments.js';
 
 /** One batch a prune deleted, as `onBatch` is told of it. */
 export interface PruneBatch extends PruneCounts {
@@ -55,6 +56,12 @@ export interface PruneEventsOptions {
   readonly dryRun?: boolean;
   /** Told after each batch (`outbox prune` prints one line per batch). */
   readonly onBatch?: (batch: PruneBatch) => void;
+  /**
+   * Only this tenant's events (`settings.tenancy: 'column'`), under the same rules: an
+   * offboarded tenant's history cut short with `olderThan`, say, leaving everyone else's.
+   * @defaultValue every tenant's
+   */
+  readonly tenant?: string;
 }
 
 /** The checked options of a pass over a window. */
@@ -116,7 +123,13 @@ export async function pruneEvents(rt: Runtime, options: PruneEventsOptions = {})
   const { batchRows, limit } = checkBatchOptions(rt, where, options);
   const now = checkNow(where, options.now, rt);
   const ms = windowMs(where, options.olderThan, rt.config.settings.retentionDays);
-  const window: PruneWindow = { rule: 'retention', now, cutoff: new Date(now.getTime() - ms) };
+  const tenant = tenantOption(rt.config, options.tenant, `${where}()`);
+  const window: PruneWindow = {
+    rule: 'retention',
+    now,
+    cutoff: new Date(now.getTime() - ms),
+    ...(tenant === undefined ? {} : { tenant }),
+  };
   if (options.dryRun) {
     const due = await rt.store.countDueEvents(window);
     return Math.min(due.events, limit);

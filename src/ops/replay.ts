@@ -51,7 +51,15 @@ import { ValidationError } from '../errors/outbox-error.js';
 import { type PlanContext, resolveDueAt, resolveTargets } from '../fire/plan.js';
 import type { Runtime } from '../runtime.js';
 import type { Addition, DeliveryRow, Reopening } from '../storage/store.js';
-import { describe, type EventIdentity, eventUuids, missingOf } from './arguments.js';
+import { scopedKey } from '../storage/tenant-keys.js';
+import {
+  describe,
+  type EventIdentity,
+  eventUuids,
+  missingOf,
+  ofTenant,
+  tenantOption,
+} from './arguments.js';
 import { inOperationTransaction } from './in-transaction.js';
 import { wakeRelaysOnCommit } from './wake-relays.js';
 
@@ -63,6 +71,13 @@ export interface ReplayEventsOptions {
    * @defaultValue every durable receiver of each event
    */
   readonly receiverKeys?: readonly string[];
+  /**
+   * Only this tenant's events (`settings.tenancy: 'column'`): an event of another tenant
+   * is left untouched and reported among `missing`, as an id naming no event is, so an
+   * operator working for one tenant cannot reach another's.
+   * @defaultValue every tenant's
+   */
+  readonly tenant?: string;
   /**
    * The transaction to join (else the one Sequelize's CLS carries; else its own). `targets`
    * and `due` functions run in it.
@@ -97,10 +112,11 @@ export async function replayEvents(
   const where = 'replayEvents()';
   const uuids = eventUuids(events, where);
   const keys = receiverKeysOption(rt.config, options.receiverKeys, where);
+  const tenant = tenantOption(rt.config, options.tenant, where);
   if (uuids.length === 0) return { reopened: 0, added: 0, missing: [] };
   return inOperationTransaction(rt, options.transaction, async (transaction) => {
     const now = rt.clock();
-    const locked = await rt.store.lockEvents({ uuids }, transaction);
+    const locked = ofTenant(await rt.store.lockEvents({ uuids }, transaction), tenant);
     const missing = missingOf(uuids, locked);
     if (locked.length === 0 || keys?.size === 0) return { reopened: 0, added: 0, missing };
     const sequences = locked.map((e) => e.sequence);
@@ -127,7 +143,8 @@ export async function replayEvents(
           if (!mine) {
             add.push({
               eventSequence: event.sequence,
-              orderingKey: event.orderingKey,
+              // As fire() copies it: the stored form, the tenant's prefix included.
+              orderingKey: scopedKey(event.tenant, event.orderingKey),
               receiverKey: receiver.key,
               target: owed.target,
               maxAttempts: receiver.maxAttempts,

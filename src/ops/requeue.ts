@@ -27,7 +27,13 @@ import { topicPatternProblem } from '../declare/define-outbox.js';
 import { ValidationError } from '../errors/outbox-error.js';
 import type { Runtime } from '../runtime.js';
 import type { DeadFilter } from '../storage/store.js';
-import { deliveryIdList, describe, limitOption, receiverKeyOption } from './arguments.js';
+import {
+  deliveryIdList,
+  describe,
+  limitOption,
+  receiverKeyOption,
+  tenantOption,
+} from './arguments.js';
 import { inOperationTransaction } from './in-transaction.js';
 import { wakeRelaysOnCommit } from './wake-relays.js';
 
@@ -44,6 +50,8 @@ export interface RequeueDeadOptions {
    * @defaultValue every topic
    */
   readonly topics?: readonly string[];
+  /** Only rows of this tenant's events (`settings.tenancy: 'column'`). @defaultValue every tenant's */
+  readonly tenant?: string;
   /** At most this many rows. @defaultValue every dead row in scope */
   readonly limit?: number;
   /**
@@ -78,6 +86,7 @@ export async function requeueDead(rt: Runtime, options: RequeueDeadOptions = {})
     deliveryIds:
       options.deliveryIds === undefined ? undefined : deliveryIdList(options.deliveryIds, where),
     topics: topicsOption(options.topics, where),
+    tenants: tenantList(tenantOption(rt.config, options.tenant, where)),
   };
   const limit = limitOption(options.limit, where);
   if (filter.deliveryIds?.length === 0 || filter.topics?.length === 0) return 0;
@@ -109,6 +118,10 @@ export async function requeueDead(rt: Runtime, options: RequeueDeadOptions = {})
   }
   return requeued;
 }
+
+/** One tenant as the store's filter takes it: a list of it, or no filter. */
+const tenantList = (tenant: string | undefined): string[] | undefined =>
+  tenant === undefined ? undefined : [tenant];
 
 /**
  * `topics`: undefined, or an array of topic names and `prefix*` patterns.

@@ -323,6 +323,7 @@ export class AttemptContext implements DeliveryContext {
   readonly attempt: number;
   readonly target: string;
   readonly dueAt: Date | null;
+  readonly tenant: string | null;
   readonly transaction: Transaction | undefined;
   readonly #attempt: Attempt;
 
@@ -337,6 +338,7 @@ export class AttemptContext implements DeliveryContext {
     this.attempt = row.attempts + 1;
     this.target = row.target;
     this.dueAt = row.dueAt ?? row.event.recordedAt;
+    this.tenant = row.event.tenant;
     this.transaction = transaction;
     this.#attempt = attempt;
   }

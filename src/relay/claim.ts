@@ -53,6 +53,7 @@ export async function claimBatch(rt: Runtime, request: ClaimRequest): Promise<Cl
   if (
     keys.receiverKeys?.length === 0 ||
     request.topics?.length === 0 ||
+    request.tenants?.length === 0 ||
     request.onlyEvents?.length === 0
   ) {
     return { token, rows: [], leaseSeconds, leaseUntil };
@@ -69,6 +70,8 @@ export async function claimBatch(rt: Runtime, request: ClaimRequest): Promise<Cl
     ...keys,
     topics: request.topics,
     excludeTopics: request.excludeTopics,
+    tenants: request.tenants,
+    excludeTenants: request.excludeTenants,
     onlyEvents: request.onlyEvents,
   });
   // A measurement, not a decision: the monotonic clock, not the runtime's (which tests move).

@@ -4,6 +4,7 @@ import type { Runtime } from '../runtime.js';
 import { checkWorkerId, claimBatch } from './claim.js';
 import { deliverBatch } from './deliver-batch.js';
 import { type LaneControl, lanesNotSetAside, servedLanes } from './lanes.js';
+import { checkTenants } from './relay-tenants.js';
 import { checkTopics } from './relay-topics.js';
 
 /** Options of `outbox.deliverPending()`. */
@@ -43,6 +44,10 @@ export interface DeliverPendingOptions {
    * @defaultValue `host:pid:random:pending`
    */
   readonly workerId?: string;
+  /** Deliver only these tenants' events (as `runRelay`; `settings.tenancy: 'column'`). */
+  readonly tenants?: readonly string[];
+  /** Leave these tenants' events out. */
+  readonly excludeTenants?: readonly string[];
 }
 
 /**
@@ -77,6 +82,13 @@ export async function deliverPending(
   const lanes = servedLanes(rt.config, 'deliverPending', options.lane, options.excludeLanes, null);
   const topics = checkTopics('deliverPending', 'topics', options.topics);
   const excludeTopics = checkTopics('deliverPending', 'excludeTopics', options.excludeTopics);
+  const tenants = checkTenants(rt.config, 'deliverPending', 'tenants', options.tenants);
+  const excludeTenants = checkTenants(
+    rt.config,
+    'deliverPending',
+    'excludeTenants',
+    options.excludeTenants,
+  );
   const counts = zeroCounts();
   const settings = rt.config.settings;
   // The lanes a deferral set aside: left out of every later claim of this call.
@@ -106,6 +118,8 @@ export async function deliverPending(
       lanes: lanesNotSetAside(rt.config, lanes, aside),
       topics,
       excludeTopics,
+      tenants,
+      excludeTenants,
     });
     const rows = claim.rows;
     if (rows.length === 0) break;

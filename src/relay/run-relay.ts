@@ -9,6 +9,7 @@ import { deliverBatch } from './deliver-batch.js';
 import { IdleSweep, monotonicMs } from './idle-prune.js';
 import { type LaneControl, LanePauses, lanesNotSetAside, servedLanes } from './lanes.js';
 import { RelayState } from './relay-state.js';
+import { checkTenants } from './relay-tenants.js';
 import { checkTopics, servesTopic } from './relay-topics.js';
 import { SingleRelayLock } from './single-relay-lock.js';
 import { DEFAULT_SUMMARY_INTERVAL_MS, RelaySummary } from './summary.js';
@@ -109,6 +110,15 @@ export interface RunRelayOptions {
   /** Leave these topics' events to other relays (names and prefix patterns, as `topics`). */
   readonly excludeTopics?: readonly string[];
   /**
+   * Serve only these tenants' events (`settings.tenancy: 'column'`), as `topics` narrows
+   * by topic: a large tenant's relays beside everyone else's. An event without a tenant is
+   * served only by relays without this option. Refused by an outbox without tenancy.
+   * @defaultValue every tenant, and events without one
+   */
+  readonly tenants?: readonly string[];
+  /** Leave these tenants' events to other relays (events without a tenant are served). */
+  readonly excludeTenants?: readonly string[];
+  /**
    * How the relay waits (idle, or backing off after a database error); resolves early when
    * `signal` aborts. @defaultValue the outbox's scheduler (`createOutbox({ scheduler })`)
    */
@@ -182,6 +192,13 @@ export async function runRelay(rt: Runtime, options: RunRelayOptions = {}): Prom
   );
   const topics = checkTopics('runRelay', 'topics', options.topics);
   const excludeTopics = checkTopics('runRelay', 'excludeTopics', options.excludeTopics);
+  const tenants = checkTenants(rt.config, 'runRelay', 'tenants', options.tenants);
+  const excludeTenants = checkTenants(
+    rt.config,
+    'runRelay',
+    'excludeTenants',
+    options.excludeTenants,
+  );
   if (
     options.maxNonTransientErrorMs !== undefined &&
     (typeof options.maxNonTransientErrorMs !== 'number' || !(options.maxNonTransientErrorMs >= 0))
@@ -333,6 +350,8 @@ export async function runRelay(rt: Runtime, options: RunRelayOptions = {}): Prom
           lanes: claimLanes(at),
           topics,
           excludeTopics,
+          tenants,
+          excludeTenants,
         });
         errorBackoffMs = pollMs;
         nonTransientSince = undefined;

@@ -102,6 +102,7 @@ function layer(outer: ScopeFrame | undefined, attribution: Attribution): ScopeFr
     correlationId,
     causedBy: base.causedBy,
     data,
+    tenant: base.tenant,
   });
   return {
     scope,

@@ -12,6 +12,11 @@ export interface Cause {
   readonly sequence: string;
   readonly correlationId: string | null;
   readonly id?: string;
+  /**
+   * The parent's tenant: events fired inside the block belong to it (`null`: to none).
+   * Absent: the tenant of the scope around the block stays.
+   */
+  readonly tenant?: string | null;
 }
 
 /**
@@ -26,8 +31,10 @@ export interface Cause {
  * Both values come off the parent's row, never from the ambient scope: by the time a
  * durable delivery runs, the block that attributed the parent has long exited, possibly
  * in another process. Causation is one hop; the correlation id is the whole tree, which
- * is what keeps a grandchild fired hours later in the request's chain. The rest of the
- * scope (actor, data, suppression) is inherited from where `fn` runs.
+ * is what keeps a grandchild fired hours later in the request's chain. The parent's tenant
+ * (when it names one, `null` included) is the block's tenant, as attribution is: a
+ * receiver of tenant A's event fires A's events. The rest of the scope (actor, data,
+ * suppression) is inherited from where `fn` runs.
  *
  * @returns what `fn` returns.
  * @throws {ValidationError} for a parent without a sequence.
@@ -76,6 +83,8 @@ function causeFrame(outer: ScopeFrame | undefined, parent: Cause): ScopeFrame {
       ...base,
       causedBy: parent.sequence,
       correlationId: parent.correlationId ?? parent.id ?? null,
+      // A receiver of a tenant's event fires for that tenant, wherever the relay runs.
+      tenant: parent.tenant === undefined ? base.tenant : parent.tenant,
     }),
     headers: outer?.headers ?? null,
     suppressions: outer?.suppressions ?? [],

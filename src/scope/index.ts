@@ -12,3 +12,4 @@ export {
   suppressed,
   suppressionOf,
 } from './suppressed.js';
+export { MAX_TENANT, tenantProblem, withTenant } from './tenant.js';

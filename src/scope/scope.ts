@@ -31,6 +31,12 @@ export interface Scope {
    * `outbox-scope-<name>` (see {@link SCOPE_HEADER_PREFIX}).
    */
   readonly data: Readonly<Record<string, JsonValue>>;
+  /**
+   * The tenant of a `withTenant()` block (or of the event whose receiver is running), or
+   * `null`: what `fire()` records as an event's tenant when the call names none, on an
+   * outbox with `settings.tenancy: 'column'`.
+   */
+  readonly tenant: string | null;
 }
 
 /**
@@ -54,5 +60,6 @@ export function emptyScope(): Scope {
     correlationId: null,
     causedBy: null,
     data: Object.freeze({}),
+    tenant: null,
   });
 }

@@ -1,5 +1,6 @@
 import { type DeliveryStatus, zeroCounts } from '../declare/types.js';
 import type { DeliveryRow, StoredEvent } from './store.js';
+import { unscopedKey } from './tenant-keys.js';
 
 /** A raw result row, as a driver hands it back. */
 export type Row = Record<string, unknown>;
@@ -27,6 +28,7 @@ export const EVENT_COLUMNS = (
     `${alias}.actor AS event_actor`,
     `${alias}.correlation_id AS event_correlation_id`,
     `${alias}.caused_by AS event_caused_by`,
+    `${alias}.tenant AS event_tenant`,
   ].join(', ');
 
 /** A timestamp column: a Date from PostgreSQL, epoch milliseconds from SQLite. */
@@ -41,6 +43,7 @@ export function toDateOrNull(value: unknown): Date | null {
 
 /** Read the aliased event columns of a row. */
 export function toStoredEvent(r: Row): StoredEvent {
+  const tenant = (r.event_tenant as string | null) ?? null;
   return {
     sequence: String(r.event_sequence),
     uuid: String(r.event_uuid),
@@ -48,8 +51,8 @@ export function toStoredEvent(r: Row): StoredEvent {
     version: Number(r.event_version),
     payload: r.event_payload,
     headers: r.event_headers,
-    orderingKey: (r.event_ordering_key as string | null) ?? null,
-    idempotencyKey: (r.event_idempotency_key as string | null) ?? null,
+    orderingKey: unscopedKey(tenant, (r.event_ordering_key as string | null) ?? null),
+    idempotencyKey: unscopedKey(tenant, (r.event_idempotency_key as string | null) ?? null),
     occurredAt: toDate(r.event_occurred_at),
     recordedAt: toDate(r.event_recorded_at),
     actor: (r.event_actor as string | null) ?? null,
@@ -58,6 +61,7 @@ export function toStoredEvent(r: Row): StoredEvent {
       r.event_caused_by === null || r.event_caused_by === undefined
         ? null
         : String(r.event_caused_by),
+    tenant,
   };
 }
 

@@ -22,6 +22,12 @@ export interface EventRowInput {
   readonly causedBy: string | null;
   /** Why the event was recorded without deliveries (`suppressed`), or null. */
   readonly suppressedReason: string | null;
+  /**
+   * The event's tenant (`settings.tenancy: 'column'`), or null. Its idempotency and
+   * ordering keys above are already in their stored form for it (`scopedKey`). Absent:
+   * none.
+   */
+  readonly tenant?: string | null;
   /** The delivery rows this event owes, written only if the event row is new. */
   readonly deliveries: readonly DeliveryRowInput[];
 }
@@ -61,6 +67,8 @@ export interface StoredEvent {
   readonly correlationId: string | null;
   /** The parent event's sequence, or null. */
   readonly causedBy: string | null;
+  /** The event's tenant, or null; its keys above are as given (the tenant's prefix stripped). */
+  readonly tenant: string | null;
 }
 
 /** Identifies one claim: who took the rows, and when (on the real clock). */
@@ -113,6 +121,13 @@ export interface ClaimOptions {
   readonly topics?: readonly string[];
   /** Leave out rows whose event's topic is one of these (names and prefix patterns). */
   readonly excludeTopics?: readonly string[];
+  /**
+   * Claim only rows whose event belongs to one of these tenants (never an event without a
+   * tenant). Empty claims nothing.
+   */
+  readonly tenants?: readonly string[];
+  /** Leave out rows whose event belongs to one of these tenants (events without one stay). */
+  readonly excludeTenants?: readonly string[];
   /** Claim only rows of these event sequences (an `eager` attempt of just-committed events). */
   readonly onlyEvents?: readonly string[];
 }
@@ -273,8 +288,9 @@ export interface Maintenance {
   /**
    * The backlog at `now`, one entry per receiver key with anything owed, scheduled or
    * dead (`outbox.health()`); served by the owed and dead rows' indexes, never by history.
+   * With a tenant, only the rows of its events (each read through the events' primary key).
    */
-  readBacklog(now: Date): Promise<BacklogRow[]>;
+  readBacklog(now: Date, filter?: { readonly tenant?: string }): Promise<BacklogRow[]>;
   /**
    * Each of these receiver keys with its newest success, from its live rows and from the
    * last-success table the prune keeps (`outbox.quietReceivers()`); one entry per key.
@@ -322,7 +338,12 @@ export interface Maintenance {
    */
   notifyInTransaction?(topics: readonly string[], transaction: Transaction): Promise<void>;
   /** Dead letters, newest first, with their errors and events. */
-  readDeadLetters(filter: { receiverKey?: string; limit: number }): Promise<DeadLetterRow[]>;
+  readDeadLetters(filter: {
+    receiverKey?: string;
+    limit: number;
+    /** Only this tenant's dead letters. */
+    tenant?: string;
+  }): Promise<DeadLetterRow[]>;
 
   // Prune and cleanup (issue 9): see storage/sql/prune.ts for the due rules and indexes.
   /** Up to `limit` events due under `window`, by sequence, with their delivery row counts. */
@@ -356,6 +377,8 @@ export interface LockedEvent {
   readonly uuid: string;
   /** The event's name: the topic a wakeup names once the operation commits. */
   readonly name: string;
+  /** The event's tenant, or null: what an operation narrowed by tenant checks. */
+  readonly tenant?: string | null;
 }
 
 /** The rows a cancel may withdraw. */
@@ -382,6 +405,8 @@ export interface DeadLetterRow {
   readonly lastError: string | null;
   /** When it was dead-lettered. */
   readonly completedAt: Date | null;
+  /** The event's tenant, or null. */
+  readonly eventTenant?: string | null;
 }
 
 /** What a prune pass reads due against. */
@@ -392,6 +417,11 @@ export interface PruneWindow {
   readonly now: Date;
   /** The ordinary window's end: an event recorded at or before it is past it. */
   readonly cutoff: Date;
+  /**
+   * Only this tenant's events (`pruneEvents({ tenant })`). The re-check at the delete
+   * needs no tenant: the events it is handed were found among the tenant's.
+   */
+  readonly tenant?: string;
 }
 
 /** An event due for deletion and how many delivery rows go with it. */
@@ -511,4 +541,6 @@ export interface DeadFilter {
   readonly deliveryIds?: readonly string[];
   /** Only rows whose event's topic is one of these names or `prefix*` patterns. */
   readonly topics?: readonly string[];
+  /** Only rows whose event belongs to one of these tenants (an empty list: none). */
+  readonly tenants?: readonly string[];
 }

@@ -7,7 +7,8 @@
  *   bigint as decimal text; superjson's document for a superjson event), exactly as it is
  *   stored;
  * - the headers: the event's own headers (a trace context among them when tracing is on),
- *   plus `outbox-event-id` (what consumers deduplicate on) and `outbox-topic`;
+ *   plus `outbox-event-id` (what consumers deduplicate on) and `outbox-topic`, and
+ *   `outbox-tenant` for a tenant's event (`settings.tenancy: 'column'`);
  * - the key: the ordering key, so a broker that partitions by key keeps a key's events in
  *   one partition, in order.
  */
@@ -24,6 +25,11 @@ export const TOPIC_HEADER = 'outbox-topic';
  * their own (a webhook, a RabbitMQ message: routing keys name topics).
  */
 export const ORDERING_KEY_HEADER = 'outbox-ordering-key';
+/**
+ * The header naming a tenant's event's tenant (`settings.tenancy: 'column'`), so a consumer
+ * scopes its work as the relay's handlers do with `context.tenant`; absent without one.
+ */
+export const TENANT_HEADER = 'outbox-tenant';
 
 /**
  * The message body of an event: its payload's JSON, as the outbox stores it — by the codec
@@ -40,8 +46,8 @@ export function getBody(event: OutboxEvent): string {
 
 /**
  * The message headers of an event, as strings (a broker header is text): the event's own
- * headers (a string as is, any other JSON value as its JSON), then `outbox-event-id` and
- * `outbox-topic`, which always win.
+ * headers (a string as is, any other JSON value as its JSON), then `outbox-event-id`,
+ * `outbox-topic` and (for a tenant's event) `outbox-tenant`, which always win.
  */
 export function getHeaders(event: OutboxEvent): Record<string, string> {
   const headers: Record<string, string> = {};
@@ -50,6 +56,7 @@ export function getHeaders(event: OutboxEvent): Record<string, string> {
   }
   headers[EVENT_ID_HEADER] = event.id;
   headers[TOPIC_HEADER] = event.name;
+  if (event.tenant) headers[TENANT_HEADER] = event.tenant;
   return headers;
 }
 

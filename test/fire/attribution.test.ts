@@ -193,6 +193,7 @@ describeEachDialect('attribution: scopes on AsyncLocalStorage, recorded by fire(
       correlationId: null,
       causedBy: null,
       data: {},
+      tenant: null,
     });
     expect(Object.isFrozen(a)).toBe(true);
     expect(Object.isFrozen(a.data)).toBe(true);

@@ -39,12 +39,20 @@ describeEachDialect('migration 4 on a filled outbox', (dialect) => {
   it('keeps every row and its status, and afterwards delivers everything owed, in order per key, once', async () => {
     const prefix = 'filled_';
     const t = tableNames(prefix, db.outboxOptions.schema);
-    // Migrations 1-3 only, as their own statements: the schema of the release before.
+    // Migrations 1-3 only, as their own statements: the schema of the release before; and
+    // migration 6's events.tenant, which this release's fire() below writes (NULL), added
+    // by hand without its version row, so migrate() runs 4, 5 (SQLite: the table rebuilt
+    // from the columns of migrations before 5, without it) and then 6 as a real upgrade does.
     const script = migrationStatements(dialect.name, t);
+    const tenantColumn = script.steps
+      .filter((s) => s.version === 6)
+      .flatMap((s) => s.statements)
+      .filter((sql) => !sql.includes(t.migrations));
     await db.sequelize.transaction(async (transaction) => {
       for (const sql of [
         ...script.prelude,
         ...script.steps.filter((s) => s.version <= 3).flatMap((s) => s.statements),
+        ...tenantColumn,
       ])
         await db.sequelize.query(sql, { transaction });
     });
@@ -152,7 +160,7 @@ describeEachDialect('migration 4 on a filled outbox', (dialect) => {
       `SELECT version FROM ${t.migrations} ORDER BY version`,
       { type: QueryTypes.SELECT },
     );
-    expect(versions.map((v) => Number(v.version))).toEqual([1, 2, 3, 4, 5]);
+    expect(versions.map((v) => Number(v.version))).toEqual([1, 2, 3, 4, 5, 6]);
     if (dialect.name === 'postgres') {
       // The phase of every row already there, computed by the migration's rewrite.
       const phases = await db.sequelize.query<{ phase: string | null; n: number }>(

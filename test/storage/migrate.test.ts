@@ -38,6 +38,7 @@ describeEachDialect('migrate()', (dialect) => {
       { version: 3 },
       { version: 4 },
       { version: 5 },
+      { version: 6 },
     ]);
     // And the tables work from both connections.
     await a.fire('a.Happened', { n: 1 });

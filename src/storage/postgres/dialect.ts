@@ -45,6 +45,7 @@ const ddl: DdlDialect = {
   phaseColumn: (table) => [
     `ALTER TABLE ${table} ADD COLUMN IF NOT EXISTS phase varchar(8) GENERATED ALWAYS AS (${PHASE_OF_STATUS}) STORED`,
   ],
+  addColumnIfNotExists: true,
   fillfactor: (table, percent) => `ALTER TABLE ${table} SET (fillfactor = ${percent})`,
   // The constraint's name is PostgreSQL's choice (`<table>_<column>_key`, truncated to 63
   // characters), so it is looked up. A DO block with its body as a plain string literal:

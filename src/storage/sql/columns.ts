@@ -24,6 +24,7 @@ export const EVENT_INSERT_COLUMNS: readonly RowColumn<EventRowInput>[] = [
   { name: 'correlation_id', type: 'text', value: (e) => e.correlationId },
   { name: 'caused_by', type: 'bigint', value: (e) => e.causedBy },
   { name: 'suppressed_reason', type: 'text', value: (e) => e.suppressedReason },
+  { name: 'tenant', type: 'text', value: (e) => e.tenant ?? null },
 ];
 
 /**

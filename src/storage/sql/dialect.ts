@@ -128,6 +128,12 @@ export interface DdlDialect {
    * AUTOINCREMENT counter and its indexes. Absent elsewhere, where migration 5 is nothing.
    */
   readonly rebuildsToDropColumnUnique?: true;
+  /**
+   * Whether `ALTER TABLE … ADD COLUMN IF NOT EXISTS` exists (PostgreSQL, MariaDB), so an
+   * added column's statement is idempotent on its own; SQLite's is not, and runs once,
+   * under the migrations table's record of its version.
+   */
+  readonly addColumnIfNotExists?: boolean;
 }
 
 /**

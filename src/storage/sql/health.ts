@@ -6,6 +6,7 @@
  * their cost follows the backlog and the registry, not how much the tables have ever held.
  */
 import type { TableNames } from '../tables.js';
+import { tenantMatchSql } from './claim-filter.js';
 import type { RowColumn, SqlDialect } from './dialect.js';
 
 /** The one column of the receiver keys bound to {@link lastSucceededSql}. */
@@ -30,8 +31,11 @@ export const RECEIVER_KEY_COLUMNS: readonly RowColumn<string>[] = [
  * for a row without a due time (a correlated subquery, never a join that could scan the
  * events). The second branch reads the dead rows (deliveries_dead_letters).
  */
-export function healthSql(t: TableNames, d: SqlDialect): string {
+export function healthSql(t: TableNames, d: SqlDialect, ofTenant = false): string {
   const now = d.param(1, 'timestamp');
+  // One tenant's rows (`health({ tenant })`): $2 a list of its name, each row's event read
+  // through the events' primary key, as a relay's tenants are.
+  const tenant = (row: string) => (ofTenant ? ` AND ${tenantMatchSql(t, d, row, 2)}` : '');
   const come = `(o.due_at IS NULL OR o.due_at <= ${now})`;
   const owedRows = (where: string) => `
       SELECT o.receiver_key,
@@ -49,11 +53,11 @@ export function healthSql(t: TableNames, d: SqlDialect): string {
     SELECT receiver_key, SUM(owed) AS owed, MIN(owed_since) AS oldest_owed_at,
            SUM(scheduled) AS scheduled, SUM(claimed) AS claimed, SUM(lapsed) AS lapsed,
            SUM(dead) AS dead
-    FROM (${owedRows(d.ddl.phase.owed('o'))}
+    FROM (${owedRows(`${d.ddl.phase.owed('o')}${tenant('o')}`)}
       UNION ALL
       SELECT x.receiver_key, 0, NULL, 0, 0, 0, count(*)
       FROM ${t.deliveries} x
-      WHERE ${d.ddl.phase.dead('x')}
+      WHERE ${d.ddl.phase.dead('x')}${tenant('x')}
       GROUP BY x.receiver_key
     ) backlog
     GROUP BY receiver_key`;

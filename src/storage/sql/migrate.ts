@@ -72,7 +72,8 @@ export interface MigrationScript {
 /**
  * The statements `migrate()` runs for the migrations not in `applied`, as text: for a team
  * that applies schema changes through its own tool (Umzug, sequelize-cli, a DBA). Every
- * statement is idempotent (`IF NOT EXISTS`, and the version row `ON CONFLICT DO NOTHING`),
+ * statement is idempotent (`IF NOT EXISTS`, and the version row `ON CONFLICT DO NOTHING`;
+ * except SQLite's `ADD COLUMN`, which has no `IF NOT EXISTS`: run a step once),
  * and each step records its version, so `outbox migrate --check` and the relay see it
  * applied. Not included: PostgreSQL's ANALYZE of new tables (autovacuum gets to them), and
  * SQLite's `PRAGMA journal_mode=WAL`, which cannot run in a transaction.

@@ -10,7 +10,7 @@
  */
 import type { Addition, DeadFilter, Reopening } from '../store.js';
 import type { TableNames } from '../tables.js';
-import { splitTopics, topicMatchSql } from './claim-filter.js';
+import { splitTopics, tenantMatchSql, topicMatchSql } from './claim-filter.js';
 import type { RowColumn, SqlDialect } from './dialect.js';
 
 /** The statuses a replay reopens: a delivery that ran (or was withdrawn) and is settled. */
@@ -23,7 +23,7 @@ export type EventSelector = 'uuid' | 'sequence' | 'delivery';
 
 /**
  * The events named by `$1` (a list of uuids, of sequences, or of delivery ids whose events
- * they are), `(id, uuid, name)` in primary-key order: the order in which every operation that
+ * they are), `(id, uuid, name, tenant)` in primary-key order: the order in which every operation that
  * writes an event's rows takes its events' locks (PostgreSQL appends `FOR UPDATE OF e`,
  * see postgres/event-locks.ts; SQLite's write transaction is the one writer and needs no
  * row lock). Reads the events' primary key, or their uuid's unique index.
@@ -36,7 +36,7 @@ export function eventsInKeyOrder(t: TableNames, d: SqlDialect, by: EventSelector
         ? d.inList('e.id', 1, 'bigint')
         : `e.id IN (SELECT x.event_id FROM ${t.deliveries} x WHERE ${d.inList('x.id', 1, 'bigint')})`;
   return `
-      SELECT e.id AS sequence, e.uuid AS uuid, e.name AS name FROM ${t.events} e
+      SELECT e.id AS sequence, e.uuid AS uuid, e.name AS name, e.tenant AS tenant FROM ${t.events} e
       WHERE ${where}
       ORDER BY e.id`;
 }
@@ -67,10 +67,12 @@ export interface OperationStatements {
   readonly add: string;
   readonly requeue: string;
   readonly deadLetters: string;
-  /** The dead rows of a filter; with topics, the text that reads them. */
-  deadCandidates(withTopics: boolean): string;
+  /** The dead letters of one tenant: `deadLetters` with the tenant's name at $3. */
+  readonly deadLettersOfTenant: string;
+  /** The dead rows of a filter; with topics, or tenants, the text that reads them. */
+  deadCandidates(withTopics: boolean, withTenants?: boolean): string;
   /** How many rows {@link deadCandidates} would return (`requeueDead({ dryRun })`). */
-  countDeadCandidates(withTopics: boolean): string;
+  countDeadCandidates(withTopics: boolean, withTenants?: boolean): string;
 }
 
 export function operationStatements(t: TableNames, d: SqlDialect): OperationStatements {
@@ -83,14 +85,25 @@ export function operationStatements(t: TableNames, d: SqlDialect): OperationStat
         AND (${d.listIsNull(3, 'bigint')} OR ${d.inList('id', 3, 'bigint')})`;
   /**
    * The dead rows a requeue takes, `c.id`: of receiver $1 (NULL: all), among the ids $2
-   * (NULL: any), and with topics, whose event's topic is one of $4 or starts with one of $5.
+   * (NULL: any), with topics, whose event's topic is one of $4 or starts with one of $5,
+   * and with tenants, whose event is one of their tenants' (the list after the topics').
    */
-  const deadRows = (withTopics: boolean) => `SELECT c.id FROM ${t.deliveries} c
+  const deadRows = (withTopics: boolean, withTenants = false) => `SELECT c.id FROM ${t.deliveries} c
       WHERE ${d.ddl.phase.dead('c')}
         AND (${d.param(1, 'text')} IS NULL OR c.receiver_key = ${d.param(1, 'text')})
         AND (${d.listIsNull(2, 'bigint')} OR ${d.inList('c.id', 2, 'bigint')})${
           withTopics ? `\n        AND ${topicMatchSql(t, d, 'c', 4, 5)}` : ''
-        }`;
+        }${withTenants ? `\n        AND ${tenantMatchSql(t, d, 'c', withTopics ? 6 : 4)}` : ''}`;
+  const deadLetters = (ofTenant: boolean) => `
+      SELECT d.id, d.event_id, d.receiver_key, d.target, d.attempts, d.max_attempts,
+             d.last_error, d.completed_at, e.uuid AS event_uuid, e.name AS event_name,
+             e.recorded_at AS event_recorded_at, e.tenant AS event_tenant
+      FROM ${t.deliveries} d JOIN ${t.events} e ON e.id = d.event_id
+      WHERE ${d.ddl.phase.dead('d')} AND (${d.param(1, 'text')} IS NULL OR d.receiver_key = ${d.param(1, 'text')})${
+        ofTenant ? `\n        AND e.tenant = ${d.param(3, 'text')}` : ''
+      }
+      ORDER BY d.completed_at DESC, d.id DESC
+      LIMIT $2`;
   return {
     /**
      * Withdraw the unclaimed owed rows (pending, failed) of the events $1 (a list of
@@ -148,30 +161,24 @@ export function operationStatements(t: TableNames, d: SqlDialect): OperationStat
     /**
      * Dead letters, newest first: of receiver $1 (NULL: all), at most $2. Returns the row's
      * id, receiver, target, attempts, error and completion time with its event's sequence,
-     * uuid, name and record time. Reads every dead row (deliveries_dead_letters).
+     * uuid, name, record time and tenant. Reads every dead row (deliveries_dead_letters).
      */
-    deadLetters: `
-      SELECT d.id, d.event_id, d.receiver_key, d.target, d.attempts, d.max_attempts,
-             d.last_error, d.completed_at, e.uuid AS event_uuid, e.name AS event_name,
-             e.recorded_at AS event_recorded_at
-      FROM ${t.deliveries} d JOIN ${t.events} e ON e.id = d.event_id
-      WHERE ${d.ddl.phase.dead('d')} AND (${d.param(1, 'text')} IS NULL OR d.receiver_key = ${d.param(1, 'text')})
-      ORDER BY d.completed_at DESC, d.id DESC
-      LIMIT $2`,
+    deadLetters: deadLetters(false),
+    deadLettersOfTenant: deadLetters(true),
     /**
      * The ids of up to $3 dead rows, oldest event first (those hold back the most): of
      * receiver $1 (NULL: all), among the ids $2 (NULL: any), and with topics, whose event's
      * topic is one of the names $4 or starts with one of the prefixes $5. Reads every dead
      * row (deliveries_dead_letters).
      */
-    deadCandidates: (withTopics) => `
-      ${deadRows(withTopics)}
+    deadCandidates: (withTopics, withTenants) => `
+      ${deadRows(withTopics, withTenants)}
       ORDER BY c.event_id, c.id
       LIMIT $3`,
     /** `(n)`: how many dead rows the same filter finds, at most $3. Reads every dead row. */
-    countDeadCandidates: (withTopics) => `
+    countDeadCandidates: (withTopics, withTenants) => `
       SELECT count(*) AS n FROM (
-      ${deadRows(withTopics)}
+      ${deadRows(withTopics, withTenants)}
       LIMIT $3) x`,
   };
 }
@@ -183,5 +190,6 @@ export function deadCandidatesBind(d: SqlDialect, f: DeadFilter, limit: number):
     const { names, prefixes } = splitTopics(f.topics);
     bind.push(d.list(names, 'text'), d.list(prefixes, 'text'));
   }
+  if (f.tenants !== undefined) bind.push(d.list(f.tenants, 'text'));
   return bind;
 }

@@ -48,6 +48,9 @@ export interface PruneStatements {
   readonly dueRetention: string;
   /** The same for `cleanupPublished`: fully delivered events recorded before $2. */
   readonly duePublished: string;
+  /** `dueRetention` and `duePublished` of one tenant's events, $4 the tenant. */
+  readonly dueRetentionOfTenant: string;
+  readonly duePublishedOfTenant: string;
   /** $1 now, $2 cutoff, $3 a list of event ids → the ids still due. */
   readonly recheckRetention: string;
   readonly recheckPublished: string;
@@ -139,13 +142,22 @@ function branches(
  * number of delivery rows, which sizes the batches: its settled rows (deliveries_settled),
  * every row it has, since a due event owes nothing.
  */
-function dueSql(t: TableNames, d: SqlDialect, p: PruneDialect, rule: DueRule): string {
+function dueSql(
+  t: TableNames,
+  d: SqlDialect,
+  p: PruneDialect,
+  rule: DueRule,
+  ofTenant = false,
+): string {
   const now = d.param(1, 'timestamp');
   const cutoff = d.param(2, 'timestamp');
   const limit = d.param(3, 'integer');
+  // One tenant's (`pruneEvents({ tenant })`): each branch's index read filtered on the
+  // event row, the tenant having no index of its own (a rare, operator-run narrowing).
+  const tenant = ofTenant ? ` AND e.tenant = ${d.param(4, 'text')}` : '';
   const arms = branches(t, d, p, rule, now, cutoff).map(
     (b, i) =>
-      `SELECT a${i}.id FROM (SELECT e.id FROM ${t.events} e WHERE ${b.where} ORDER BY ${b.order} LIMIT ${limit}) a${i}`,
+      `SELECT a${i}.id FROM (SELECT e.id FROM ${t.events} e WHERE ${b.where}${tenant} ORDER BY ${b.order} LIMIT ${limit}) a${i}`,
   );
   return `
       SELECT c.id, (SELECT count(*) FROM ${t.deliveries} n WHERE n.event_id = c.id AND ${d.ddl.phase.settled('n')}) AS deliveries
@@ -174,6 +186,8 @@ export function pruneStatements(t: TableNames, d: SqlDialect, p: PruneDialect): 
   return {
     dueRetention: dueSql(t, d, p, 'retention'),
     duePublished: dueSql(t, d, p, 'published'),
+    dueRetentionOfTenant: dueSql(t, d, p, 'retention', true),
+    duePublishedOfTenant: dueSql(t, d, p, 'published', true),
     recheckRetention: recheckSql(t, d, p, 'retention'),
     recheckPublished: recheckSql(t, d, p, 'published'),
     lock: p.lockEvents(t),
@@ -210,9 +224,18 @@ export async function findDueEvents(
   limit: number,
 ): Promise<DueEvent[]> {
   const d = h.dialect;
+  const bind = [d.value(w.now, 'timestamp'), d.value(w.cutoff, 'timestamp'), Math.min(limit, ALL)];
+  const sql =
+    w.tenant === undefined
+      ? w.rule === 'published'
+        ? h.sql.duePublished
+        : h.sql.dueRetention
+      : w.rule === 'published'
+        ? h.sql.duePublishedOfTenant
+        : h.sql.dueRetentionOfTenant;
   const rows = await h.runner.select<{ id: unknown; deliveries: unknown }>(
-    w.rule === 'published' ? h.sql.duePublished : h.sql.dueRetention,
-    [d.value(w.now, 'timestamp'), d.value(w.cutoff, 'timestamp'), Math.min(limit, ALL)],
+    sql,
+    w.tenant === undefined ? bind : [...bind, w.tenant],
   );
   return rows.map((r) => ({ sequence: String(r.id), deliveries: Number(r.deliveries) }));
 }

@@ -71,6 +71,12 @@ export interface Migration {
     readonly table: TableKey;
     readonly column: string;
   }[];
+  /**
+   * Nullable columns added to a table of an earlier migration (`ALTER TABLE … ADD COLUMN`,
+   * `IF NOT EXISTS` where the dialect has it): with no default, a change of the catalogue
+   * only, on PostgreSQL and SQLite alike, whatever the table's size.
+   */
+  readonly addColumns?: readonly { readonly table: TableKey; readonly column: ColumnSpec }[];
 }
 
 /** What rendering needs of the dialect beyond its column types. */
@@ -374,6 +380,19 @@ export const MIGRATIONS: readonly Migration[] = [
     indexes: [],
     rebuildWithoutColumnUniques: [{ table: 'events', column: 'idempotency_key' }],
   },
+  {
+    // Tenants (issue 31, docs/tenants.md): the event's tenant, NULL for every event of an
+    // outbox without tenancy. No index and no delivery column: a tenant's idempotency and
+    // ordering keys are stored prefixed with it (storage/tenant-keys.ts), so the unique
+    // index and the ordering check of migration 4 keep them apart as they are, and a relay,
+    // health or an operation narrowed by tenant reads it through the events' primary key,
+    // as a topic is read. A NULL in a row that already has NULLs costs no byte (its null
+    // bitmap grows within its alignment): the WAL per event is unchanged (docs/storage.md).
+    version: 6,
+    tables: [],
+    indexes: [],
+    addColumns: [{ table: 'events', column: { name: 'tenant', type: 'name' } }],
+  },
 ];
 
 /** The tables a migration creates on this dialect. */
@@ -407,6 +426,17 @@ export function renderIndex(spec: IndexSpec, t: TableNames, ddl: DdlDialect): st
   return `CREATE ${spec.unique ? 'UNIQUE ' : ''}INDEX IF NOT EXISTS ${quoteIdent(`${t.prefix}${spec.name}`)} ON ${t[spec.table]} (${spec.columns.join(', ')})${where}`;
 }
 
+/** `ALTER TABLE … ADD COLUMN [IF NOT EXISTS] …` for one added column. */
+export function renderAddColumn(
+  table: TableKey,
+  c: ColumnSpec,
+  t: TableNames,
+  ddl: DdlDialect,
+): string {
+  const guard = ddl.addColumnIfNotExists ? 'IF NOT EXISTS ' : '';
+  return `ALTER TABLE ${t[table]} ADD COLUMN ${guard}${c.name} ${ddl.columnType(c.type)}`;
+}
+
 /** `DROP INDEX IF EXISTS …` for one index (in the tables' schema, if any). */
 export function renderDropIndex(name: string, t: TableNames): string {
   const index = quoteIdent(`${t.prefix}${name}`);
@@ -414,7 +444,7 @@ export function renderDropIndex(name: string, t: TableNames): string {
 }
 
 /**
- * Every statement of one migration: tables, the phase column, indexes, then the indexes
+ * Every statement of one migration: tables, added columns, the phase column, indexes, then the indexes
  * and unique constraints it replaces, then the fill factors (which only shape pages
  * written from then on).
  */
@@ -422,6 +452,7 @@ export function renderMigration(m: Migration, t: TableNames, o: SchemaOptions): 
   const defined = (s: string | undefined): s is string => s !== undefined;
   return [
     ...tablesOf(m, o).map((s) => renderTable(s, t, o.ddl)),
+    ...(m.addColumns ?? []).map((a) => renderAddColumn(a.table, a.column, t, o.ddl)),
     ...(m.phaseColumn ? o.ddl.phaseColumn(t.deliveries) : []),
     ...m.indexes.map((s) => renderIndex(s, t, o.ddl)),
     ...(m.dropIndexes ?? []).map((name) => renderDropIndex(name, t)),
@@ -460,9 +491,16 @@ function renderRebuild(
 ): string[] {
   const created = MIGRATIONS.flatMap((m) => m.tables).find((s) => s.table === u.table);
   if (!created) throw new Error(`migration ${version}: no migration creates ${u.table}`);
+  // Its columns as of this migration: migration 1's, and those a migration before this one
+  // added (a later migration's column is added after the rebuild, by that migration).
+  const added = MIGRATIONS.filter((m) => m.version < version).flatMap((m) =>
+    (m.addColumns ?? []).filter((a) => a.table === u.table).map((a) => a.column),
+  );
   const spec: TableSpec = {
     ...created,
-    columns: created.columns.map((c) => (c.name === u.column ? { ...c, unique: undefined } : c)),
+    columns: [...created.columns, ...added].map((c) =>
+      c.name === u.column ? { ...c, unique: undefined } : c,
+    ),
   };
   const name = `${t.prefix}${TABLE_NAMES[u.table]}`;
   const rebuilt = `${name}_rebuild`;

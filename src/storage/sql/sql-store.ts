@@ -294,11 +294,22 @@ export abstract class SqlStore implements OutboxStore {
   }
 
   #backlogSql: string | undefined;
+  #tenantBacklogSql: string | undefined;
   #lastSucceededSql: string | undefined;
 
-  async readBacklog(now: Date): Promise<BacklogRow[]> {
-    this.#backlogSql ??= healthSql(this.t, this.d);
-    const rows = await this.runner.select(this.#backlogSql, [this.d.value(now, 'timestamp')]);
+  async readBacklog(now: Date, filter: { readonly tenant?: string } = {}): Promise<BacklogRow[]> {
+    const at = this.d.value(now, 'timestamp');
+    let rows: Row[];
+    if (filter.tenant === undefined) {
+      this.#backlogSql ??= healthSql(this.t, this.d);
+      rows = await this.runner.select(this.#backlogSql, [at]);
+    } else {
+      this.#tenantBacklogSql ??= healthSql(this.t, this.d, true);
+      rows = await this.runner.select(this.#tenantBacklogSql, [
+        at,
+        this.d.list([filter.tenant], 'text'),
+      ]);
+    }
     return rows.map((r) => ({
       receiverKey: r.receiver_key as string,
       owed: Number(r.owed),
@@ -359,6 +370,7 @@ export abstract class SqlStore implements OutboxStore {
       sequence: String(r.sequence),
       uuid: String(r.uuid),
       name: String(r.name),
+      tenant: (r.tenant as string | null) ?? null,
     }));
   }
 
@@ -411,9 +423,9 @@ export abstract class SqlStore implements OutboxStore {
     limit: number,
     transaction: Transaction,
   ): Promise<string[]> {
-    if (filter.deliveryIds?.length === 0 || filter.topics?.length === 0 || limit <= 0) return [];
+    if (nothingDead(filter) || limit <= 0) return [];
     const rows = await this.runner.select(
-      this.ops.deadCandidates(filter.topics !== undefined),
+      this.ops.deadCandidates(filter.topics !== undefined, filter.tenants !== undefined),
       deadCandidatesBind(this.d, filter, limit),
       transaction,
     );
@@ -421,9 +433,9 @@ export abstract class SqlStore implements OutboxStore {
   }
 
   async countDeadDeliveries(filter: DeadFilter, limit: number): Promise<number> {
-    if (filter.deliveryIds?.length === 0 || filter.topics?.length === 0 || limit <= 0) return 0;
+    if (nothingDead(filter) || limit <= 0) return 0;
     const [row] = await this.runner.select(
-      this.ops.countDeadCandidates(filter.topics !== undefined),
+      this.ops.countDeadCandidates(filter.topics !== undefined, filter.tenants !== undefined),
       deadCandidatesBind(this.d, filter, limit),
     );
     return Number(row?.n ?? 0);
@@ -438,11 +450,19 @@ export abstract class SqlStore implements OutboxStore {
     );
   }
 
-  async readDeadLetters(filter: { receiverKey?: string; limit: number }): Promise<DeadLetterRow[]> {
-    const rows = await this.runner.select(this.ops.deadLetters, [
-      filter.receiverKey ?? null,
-      filter.limit,
-    ]);
+  async readDeadLetters(filter: {
+    receiverKey?: string;
+    limit: number;
+    tenant?: string;
+  }): Promise<DeadLetterRow[]> {
+    const rows = await this.runner.select(
+      filter.tenant === undefined ? this.ops.deadLetters : this.ops.deadLettersOfTenant,
+      [
+        filter.receiverKey ?? null,
+        filter.limit,
+        ...(filter.tenant === undefined ? [] : [filter.tenant]),
+      ],
+    );
     return rows.map((r) => ({
       id: String(r.id),
       eventSequence: String(r.event_id),
@@ -455,8 +475,14 @@ export abstract class SqlStore implements OutboxStore {
       maxAttempts: Number(r.max_attempts),
       lastError: (r.last_error as string | null) ?? null,
       completedAt: toDateOrNull(r.completed_at),
+      eventTenant: (r.event_tenant as string | null) ?? null,
     }));
   }
+}
+
+/** A dead-row filter that admits nothing: an empty list of ids, topics or tenants. */
+function nothingDead(f: DeadFilter): boolean {
+  return f.deliveryIds?.length === 0 || f.topics?.length === 0 || f.tenants?.length === 0;
 }
 
 /** Thrown inside a handler's transaction to roll it back when the acknowledgement lost. */

@@ -356,7 +356,7 @@ export function rabbitmq(options: RabbitmqOptions): OutboxDelivery {
 export function messageOptions(event: OutboxEvent, mandatory: boolean): MessageOptions {
   const key = getKey(event);
   let headers: Record<string, string>;
-  if (isEmpty(event.headers))
+  if (isEmpty(event.headers) && !event.tenant)
     // The common case, built in one go: what getHeaders gives for no headers of its own,
     // then the ordering key, in the same order.
     headers =
