@@ -69,7 +69,7 @@ describe('outbox basics', () => {
       '--table-prefix',
       'app_outbox_',
     ]);
-    expect(result.stdout).toContain(', tables app_outbox_*: applied migration 1, 2, 3, 4, 5');
+    expect(result.stdout).toContain(', tables app_outbox_*: applied migration 1, 2, 3, 4, 5, 6');
     const sequelize = new Sequelize({ dialect: 'sqlite', storage: file, logging: false });
     const rows = await sequelize.query<{ name: string }>(
       "SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE 'app_outbox%' ORDER BY 1",

@@ -73,11 +73,11 @@ describe('node bin/outbox.js, a command of each group', () => {
     const migrated = await bin(['migrate', '-c', PING_CONFIG, ...db.args]);
     expect([migrated.code, migrated.stderr]).toEqual([0, '']);
     expect(migrated.stdout).toMatch(
-      /^outbox: migrated sqlite:.*: applied migration 1, 2, 3, 4, 5\n$/,
+      /^outbox: migrated sqlite:.*: applied migration 1, 2, 3, 4, 5, 6\n$/,
     );
     const after = await bin(['migrate', '--check', '-c', PING_CONFIG, ...db.args]);
     expect(after.code).toBe(0);
-    expect(after.stdout).toContain('is up to date (migrations 1, 2, 3, 4, 5)');
+    expect(after.stdout).toContain('is up to date (migrations 1, 2, 3, 4, 5, 6)');
   });
 
   it('health prints the table on stdout and exits 2 past a threshold', async () => {

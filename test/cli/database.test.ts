@@ -35,7 +35,7 @@ describe('outbox and its database', () => {
       env,
     });
     expect(byFlag.stdout).toBe(
-      `outbox: migrated sqlite:${a} (from --url): applied migration 1, 2, 3, 4, 5\n`,
+      `outbox: migrated sqlite:${a} (from --url): applied migration 1, 2, 3, 4, 5, 6\n`,
     );
     const byOutboxVar = await runCliInProcess(['migrate', '-c', PING_CONFIG], { env });
     expect(byOutboxVar.stdout).toContain(`sqlite:${b} (from OUTBOX_DATABASE_URL)`);

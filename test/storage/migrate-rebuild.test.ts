@@ -42,6 +42,13 @@ describeEachDialect('migration 5 on a filled outbox', (dialect) => {
       for (const sql of [
         ...script.prelude,
         ...script.steps.filter((s) => s.version <= 4).flatMap((s) => s.statements),
+        // Migration 6's events.tenant, which this release's fire() below writes (NULL),
+        // without its version row: migration 5 rebuilds the table from the columns of the
+        // migrations before it, and 6 then adds it again, as a real upgrade does.
+        ...script.steps
+          .filter((s) => s.version === 6)
+          .flatMap((s) => s.statements)
+          .filter((sql) => !sql.includes(t.migrations)),
       ])
         await db.sequelize.query(sql, { transaction });
     });
