@@ -11,6 +11,7 @@ import type { SqlDialect, SqlRunner } from './dialect.js';
 import {
   MIGRATIONS,
   MIGRATIONS_TABLE,
+  type Migration,
   renderMigration,
   renderTable,
   type SchemaOptions,
@@ -39,6 +40,12 @@ export interface MigrationHost {
    * planner would go on believing that of a table grown large.
    */
   analyze(tables: readonly string[]): readonly string[];
+  /**
+   * The statements of one migration where the dialect writes its schema its own way
+   * (MariaDB: the whole schema at version 1, see mariadb/migration.ts); by default the
+   * shared description rendered with {@link schema}'s DDL spelling.
+   */
+  readonly statementsOf?: ((m: Migration, t: TableNames) => readonly string[]) | undefined;
 }
 
 /**
@@ -53,6 +60,13 @@ export interface MigrationProfile {
   readonly prelude: readonly string[];
   /** The current time as the migrations table's `applied_at` holds it, in SQL. */
   readonly nowSql: string;
+  /** See {@link MigrationHost.statementsOf}. */
+  readonly statementsOf?: ((m: Migration, t: TableNames) => readonly string[]) | undefined;
+  /**
+   * The script's idempotent statement recording `version` as applied, where the dialect
+   * has no `ON CONFLICT` (MariaDB: `INSERT IGNORE`).
+   */
+  readonly recordVersionSql?: ((t: TableNames, version: number) => string) | undefined;
 }
 
 /** One migration as a script: its version and every statement that applies it. */
@@ -87,8 +101,9 @@ export function renderMigrations(
     steps: MIGRATIONS.filter((m) => !applied.has(m.version)).map((m) => ({
       version: m.version,
       statements: [
-        ...renderMigration(m, t, profile.schema),
-        `INSERT INTO ${t.migrations} (version, applied_at) VALUES (${m.version}, ${profile.nowSql}) ON CONFLICT (version) DO NOTHING`,
+        ...(profile.statementsOf?.(m, t) ?? renderMigration(m, t, profile.schema)),
+        profile.recordVersionSql?.(t, m.version) ??
+          `INSERT INTO ${t.migrations} (version, applied_at) VALUES (${m.version}, ${profile.nowSql}) ON CONFLICT (version) DO NOTHING`,
       ],
     })),
   };
@@ -112,7 +127,8 @@ export async function migrate(host: MigrationHost): Promise<void> {
     const created: string[] = [];
     for (const migration of MIGRATIONS) {
       if (done.has(migration.version)) continue;
-      for (const statement of renderMigration(migration, t, host.schema))
+      for (const statement of host.statementsOf?.(migration, t) ??
+        renderMigration(migration, t, host.schema))
         await runner.run(statement, [], transaction);
       await runner.run(
         `INSERT INTO ${t.migrations} (version, applied_at) VALUES ($1, $2)`,
