@@ -5,7 +5,7 @@ import { createOutbox, type Scheduler, silentLogger } from '../../src/index.js';
 import { runtimeOf } from '../../src/runtime.js';
 import type { DeliveryRow } from '../../src/storage/store.js';
 import type { TestDatabase } from '../../testing/databases.js';
-import { DIALECTS, type DialectCase } from '../support/dialects.js';
+import { DIALECTS, type DialectCase, sqlOf } from '../support/dialects.js';
 
 /** A fixed moment the tests' clocks start at: far from the real clock on purpose. */
 export const T0 = new Date('2031-03-01T12:00:00.000Z');
@@ -106,18 +106,19 @@ export async function createReceivedTable(
   sequelize: Sequelize = db.sequelize,
 ): Promise<string> {
   const table = tableName(db, name);
-  await sequelize.query(
+  await sqlOf(sequelize).run(
     `CREATE TABLE IF NOT EXISTS ${table} (event_id varchar(64) PRIMARY KEY, label varchar(255))`,
+    [],
   );
   return table;
 }
 
 /** The event ids a handler recorded in a side-effect table, sorted. */
 export async function receivedIds(db: TestDatabase, table: string): Promise<string[]> {
-  const [rows] = (await db.sequelize.query(`SELECT event_id FROM ${table} ORDER BY event_id`)) as [
-    { event_id: string }[],
-    unknown,
-  ];
+  const rows = await sqlOf(db.sequelize).select<{ event_id: string }>(
+    `SELECT event_id FROM ${table} ORDER BY event_id`,
+    [],
+  );
   return rows.map((r) => r.event_id);
 }
 

@@ -128,6 +128,13 @@ function dialectOf(name: string, json: string): SqlDialect {
     bindRows: <T>(rows: readonly T[], columns: readonly RowColumn<T>[]) => [
       bindJsonRows(rows, columns),
     ],
+    insertSkippingDuplicates: (insert, key) =>
+      `${insert}
+      ON DUPLICATE KEY UPDATE ${key[0]} = ${key[0]}`,
+    // `rows` is a `SELECT 1 FROM …`: counted in place, since the derived table a limit
+    // needs could not see the outer row.
+    countUpTo: (rows, cap) =>
+      `LEAST((${rows.replace(/^\s*SELECT 1\b/, 'SELECT count(*)')}), ${cap})`,
     least: (a, b) => `LEAST(${a}, ${b})`,
     list: (values, type) => (values ? JSON.stringify(values.map((v) => toMariadb(v, type))) : null),
     value: toMariadb,

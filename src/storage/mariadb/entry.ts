@@ -12,7 +12,7 @@ import {
 } from './capabilities.js';
 import { mariadbDialect, mysqlDialect } from './dialect.js';
 import { MARIADB_NOW_SQL, mariadbExclusively, mariadbMigrationProfile } from './migration.js';
-import { mariadbRunner } from './runner.js';
+import { backticks, mariadbRunner } from './runner.js';
 import { MariadbStore } from './store.js';
 
 /** ER_NO_SUCH_TABLE, on the driver's error (Sequelize's `parent`/`original`) or on itself. */
@@ -53,6 +53,7 @@ export const mariadbEntry: DialectEntry<'mariadb'> = Object.freeze<DialectEntry<
   migration: Object.freeze({
     beforeMigrate: [],
     nowSql: MARIADB_NOW_SQL,
+    scriptSpelling: backticks,
     profile: mariadbMigrationProfile(mariadbDialect),
     exclusively: mariadbExclusively,
   }),
@@ -77,6 +78,7 @@ export const mysqlEntry: DialectEntry<'mysql'> = Object.freeze<DialectEntry<'mys
   migration: Object.freeze({
     beforeMigrate: [],
     nowSql: MARIADB_NOW_SQL,
+    scriptSpelling: backticks,
     profile: mariadbMigrationProfile(mysqlDialect),
     exclusively: mariadbExclusively,
   }),

@@ -26,6 +26,7 @@ import { PHASE_OF_STATUS } from '../sql/phase.js';
 import type { Migration } from '../sql/schema.js';
 import { quoteIdent, type TableNames } from '../tables.js';
 import { KEY_LOCK_SLOTS, keyLocksTable } from './key-locks.js';
+import { backticks } from './runner.js';
 
 /** The current time in SQL, as the tables hold it: epoch milliseconds. */
 export const MARIADB_NOW_SQL = 'CAST(UNIX_TIMESTAMP(CURRENT_TIMESTAMP(3)) * 1000 AS SIGNED)';
@@ -115,6 +116,7 @@ export function mariadbMigrationProfile(d: SqlDialect): (t: TableNames) => Migra
     prelude: [],
     nowSql: MARIADB_NOW_SQL,
     statementsOf: mariadbMigrationStatements(d),
+    scriptSpelling: backticks,
     recordVersionSql: (t, version) =>
       `INSERT IGNORE INTO ${t.migrations} (version, applied_at) VALUES (${version}, ${MARIADB_NOW_SQL})`,
   });

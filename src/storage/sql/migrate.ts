@@ -67,6 +67,12 @@ export interface MigrationProfile {
    * has no `ON CONFLICT` (MariaDB: `INSERT IGNORE`).
    */
   readonly recordVersionSql?: ((t: TableNames, version: number) => string) | undefined;
+  /**
+   * How a script's statement is spelled for the database's own client, where it differs
+   * from the text the store runs through its runner (MariaDB: double-quoted identifiers in
+   * backticks, mariadb/runner.ts).
+   */
+  readonly scriptSpelling?: ((sql: string) => string) | undefined;
 }
 
 /** One migration as a script: its version and every statement that applies it. */
@@ -96,15 +102,16 @@ export function renderMigrations(
   t: TableNames,
   applied: ReadonlySet<number> = new Set(),
 ): MigrationScript {
+  const spell = profile.scriptSpelling ?? ((sql: string) => sql);
   return {
-    prelude: [...profile.prelude, renderTable(MIGRATIONS_TABLE, t, profile.schema.ddl)],
+    prelude: [...profile.prelude, renderTable(MIGRATIONS_TABLE, t, profile.schema.ddl)].map(spell),
     steps: MIGRATIONS.filter((m) => !applied.has(m.version)).map((m) => ({
       version: m.version,
       statements: [
         ...(profile.statementsOf?.(m, t) ?? renderMigration(m, t, profile.schema)),
         profile.recordVersionSql?.(t, m.version) ??
           `INSERT INTO ${t.migrations} (version, applied_at) VALUES (${m.version}, ${profile.nowSql}) ON CONFLICT (version) DO NOTHING`,
-      ],
+      ].map(spell),
     })),
   };
 }

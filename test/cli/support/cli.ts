@@ -9,6 +9,7 @@ import {
   postgresTestSchema,
   postgresUrl,
 } from '../../../testing/databases.js';
+import { portableSqlOf } from '../../support/dialects.js';
 
 /** The repository root. */
 export const REPO = resolve(dirname(fileURLToPath(import.meta.url)), '../../..');
@@ -135,14 +136,14 @@ export async function openCliDatabase(
   if (dialect === 'mariadb' || dialect === 'mysql') {
     // A database of its own, named in the URL: no --schema (MariaDB has none).
     const db = await mariadbTestDatabase(dialect);
-    return {
+    return portableSqlOf({
       dialect,
       outboxOptions: db.outboxOptions,
       args: ['--url', db.url],
       url: db.url,
       schemaArgs: [],
       cleanup: () => db.cleanup(),
-    };
+    });
   }
   if (dialect === 'postgres') {
     const db = await postgresTestSchema();
