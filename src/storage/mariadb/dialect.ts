@@ -122,7 +122,7 @@ function dialectOf(name: string, json: string): SqlDialect {
     inList: (column, n, type) => `${column} IN (SELECT l${n}.v FROM ${jsonList(n, type, `l${n}`)})`,
     listIsNull: (n) => `$${n} IS NULL`,
     startsWithAny: (column, n) =>
-      `EXISTS (SELECT 1 FROM ${jsonList(n, 'text', 'p')} WHERE LEFT(${column}, CHAR_LENGTH(p.v)) = p.v)`,
+      `EXISTS (SELECT 1 FROM ${jsonList(n, 'text', `pfx${n}`)} WHERE LEFT(${column}, CHAR_LENGTH(pfx${n}.v)) = pfx${n}.v)`,
     rowsParam: jsonRows,
     rowsParamCount: () => 1,
     bindRows: <T>(rows: readonly T[], columns: readonly RowColumn<T>[]) => [

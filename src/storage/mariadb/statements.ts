@@ -26,12 +26,19 @@ import {
   EVENT_INSERT_COLUMNS,
   OUTCOME_COLUMNS,
 } from '../sql/columns.js';
-import { CLAIMED_COLUMNS, claimCandidates, heldBy, recordSet } from '../sql/conditions.js';
+import {
+  CLAIMED_COLUMNS,
+  claimCandidates,
+  heldBy,
+  lapsed,
+  ready,
+  recordSet,
+} from '../sql/conditions.js';
 import type { RowColumn, SqlDialect } from '../sql/dialect.js';
 import { REOPEN_COLUMNS, TERMINAL } from '../sql/operations.js';
 import type { DeliveryRowInput } from '../store.js';
 import type { TableNames } from '../tables.js';
-import { jsonRows } from './dialect.js';
+import { jsonList, jsonRows } from './dialect.js';
 
 /** A delivery row to insert, with its written event's sequence and ordering key. */
 export interface SequencedDelivery {
@@ -93,7 +100,21 @@ export function mariadbStatements(t: TableNames, d: SqlDialect, returning: boole
     /** The unfiltered claim's first step (see {@link mariadbClaim}). */
     claim: mariadbClaim(t, d),
     /**
-     * The claim's second step: mark the rows $4 (a list) claimed by worker $1 at $2, leased
+     * The claim's second step: of the candidates $1 (a list), those still owed and ready at
+     * $2 ($3 ignore backoff) or lapsed, locked `FOR UPDATE SKIP LOCKED`, each through the
+     * primary key (the list drives the join, STRAIGHT_JOIN): a row another claim holds is
+     * passed over, and no other row is locked — not a row of another lane or topic (see
+     * {@link mariadbClaim}), nor, with no LIMIT to cut the result, a matching row left out
+     * of it. Unordered.
+     */
+    lockCandidates: `
+      SELECT STRAIGHT_JOIN c.id FROM ${jsonList(1, 'bigint', 'l')}
+      JOIN ${t.deliveries} c ON c.id = l.v
+      WHERE ${d.ddl.phase.owed('c')}
+        AND ((${ready('c', '$2', '$3')}) OR (${lapsed('c', '$2')}))
+      FOR UPDATE SKIP LOCKED`,
+    /**
+     * The claim's third step: mark the rows $4 (a list) claimed by worker $1 at $2, leased
      * until $3. Reads the primary key.
      */
     markClaimed: `
@@ -132,15 +153,19 @@ export function mariadbStatements(t: TableNames, d: SqlDialect, returning: boole
 
 /**
  * The claim's first step for one filter shape (see sql/claim-filter.ts): the shared
- * candidates ($4 now, $5 ignore backoff, $6 limit, $7 ids to leave out, $8 the only ids or
- * NULL; the filters' from $9), locked `FOR UPDATE SKIP LOCKED`, so N relays split the
- * queue. The ordering check's subquery is a plain read, never a locking one (a row another
- * claim holds still holds back its key's later rows). Returns the ids. Reads
+ * candidates ($4 now, $5 ignore backoff, $6 how many, $7 ids to leave out, $8 the only ids
+ * or NULL; the filters' from $9), a plain read that locks nothing. Returns the ids. Reads
  * deliveries_queue (the owed rows, by event sequence) and deliveries_ordering. $1..$3 are
  * the UPDATE's, unused here and bound anyway, so the parameters read the same as elsewhere.
+ *
+ * Why not `FOR UPDATE SKIP LOCKED` here, as on PostgreSQL: InnoDB locks each row a locking
+ * scan reads BEFORE the rest of the WHERE (a lane's receiver keys, a topic) is checked,
+ * and a concurrent claim skips it meanwhile, so relays of different lanes would hide each
+ * other's rows. The candidates are read unlocked, then only they are locked, by primary key
+ * (`lockCandidates`), re-checked there, and any another claim took passed over.
  */
 export function mariadbClaim(t: TableNames, d: SqlDialect, shape?: ClaimShape): string {
-  return `${claimCandidates(t, d, shape, '\n            FOR UPDATE SKIP LOCKED')}`;
+  return claimCandidates(t, d, shape);
 }
 
 export type MariadbStatements = ReturnType<typeof mariadbStatements>;

@@ -160,26 +160,41 @@ export class MariadbStore extends SqlStore {
   }
 
   /**
-   * The candidates locked `FOR UPDATE SKIP LOCKED` and marked claimed in one READ COMMITTED
-   * transaction (no gap locks: a claim never holds up fire()'s inserts), then the rows and
-   * their events read, by event sequence.
+   * The candidates read (statements.ts `mariadbClaim`: more than the limit, so a few another
+   * relay is taking at the same moment leave enough), then in one READ COMMITTED transaction
+   * (no gap locks: a claim never holds up fire()'s inserts) the first `limit` of them still
+   * owed locked `FOR UPDATE SKIP LOCKED` and marked claimed; then the rows and their events
+   * read, by event sequence.
    */
   async claim(o: ClaimOptions): Promise<ClaimedDelivery[]> {
     const shape = claimShape(o);
-    const bind = this.claimBind(o, shape);
+    const bind = this.claimBind({ ...o, limit: candidatesFor(o.limit) }, shape);
+    const candidates = (
+      await this.runner.select<{ id: unknown }>(this.#claims.of(shape), bind)
+    ).map((r) => String(r.id));
+    if (candidates.length === 0) return [];
     const ids = await this.sequelize.transaction(
       { isolationLevel: Transaction.ISOLATION_LEVELS.READ_COMMITTED },
       async (transaction) => {
-        const rows = await this.runner.select<{ id: unknown }>(
-          this.#claims.of(shape),
-          bind,
-          transaction,
-        );
-        if (rows.length === 0) return undefined;
-        const list = this.d.list(
-          rows.map((r) => String(r.id)),
-          'bigint',
-        );
+        // The candidates in order, as many at a time as the batch still lacks: each lock
+        // takes exactly the rows it returns.
+        const taken: string[] = [];
+        for (let next = 0; next < candidates.length && taken.length < o.limit; ) {
+          const chunk = candidates.slice(next, next + o.limit - taken.length);
+          next += chunk.length;
+          const rows = await this.runner.select<{ id: unknown }>(
+            this.#sql.lockCandidates,
+            [
+              this.d.list(chunk, 'bigint'),
+              this.d.value(o.now, 'timestamp'),
+              this.d.value(o.ignoreBackoff ?? false, 'boolean'),
+            ],
+            transaction,
+          );
+          for (const r of rows) taken.push(String(r.id));
+        }
+        if (taken.length === 0) return undefined;
+        const list = this.d.list(taken, 'bigint');
         await this.runner.exec(
           this.#sql.markClaimed,
           [...this.tokenBind(o.token), this.d.value(o.leaseUntil, 'timestamp'), list],
@@ -232,6 +247,13 @@ export class MariadbStore extends SqlStore {
     return this.runner.exec(this.#sql.reopen, this.d.bindRows(rows, REOPEN_COLUMNS), transaction);
   }
 }
+
+/**
+ * How many candidates a claim of `limit` reads: twice as many and ten more, so the rows
+ * other relays are claiming at the same moment (passed over by SKIP LOCKED) still leave a
+ * full batch.
+ */
+const candidatesFor = (limit: number): number => 2 * limit + 10;
 
 /** The (id, uuid) rows of written events, as insertEvents' map of uuid to sequence. */
 function writtenOf(rows: readonly Row[]): Map<string, string> {
