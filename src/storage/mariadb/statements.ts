@@ -118,8 +118,25 @@ export function mariadbStatements(t: TableNames, d: SqlDialect, returning: boole
      * until $3. Reads the primary key.
      */
     markClaimed: `
-      UPDATE ${t.deliveries} SET status = 'claimed', claimed_by = $1, claimed_at = $2, lease_until = $3
-      WHERE ${d.inList('id', 4, 'bigint')}`,
+      UPDATE ${t.deliveries} AS d JOIN ${jsonList(4, 'bigint', 'l')} ON d.id = l.v
+      SET d.status = 'claimed', d.claimed_by = $1, d.claimed_at = $2, d.lease_until = $3`,
+    /**
+     * sql/statements.ts `renewLeases` ($1 worker, $2 claimed at, $3 lease until, $4 the ids)
+     * as a multi-table UPDATE joined to the list: MariaDB (before 11.1) plans a single-table
+     * UPDATE's `id IN (subquery)` as a scan of the whole table, the list joined to each row
+     * (a claim's marking of 500 rows took 0.5-1.4 s on 2,000 rows; joined, it reads them by
+     * primary key). The same holds for `release` and `markClaimed`.
+     */
+    renewLeases: `
+      UPDATE ${t.deliveries} AS d JOIN ${jsonList(4, 'bigint', 'l')} ON d.id = l.v
+      SET d.lease_until = $3
+      WHERE ${heldBy('d', '$1', '$2')}`,
+    /** sql/statements.ts `release`, joined to its list as `renewLeases` is. */
+    release: `
+      UPDATE ${t.deliveries} AS d JOIN ${jsonList(4, 'bigint', 'l')} ON d.id = l.v
+      SET d.status = CASE WHEN d.attempts > 0 THEN 'failed' ELSE 'pending' END,
+          d.available_at = LEAST(d.available_at, $3), d.lease_until = NULL
+      WHERE ${heldBy('d', '$1', '$2')}`,
     /**
      * The claimed rows $1 (a list), CLAIMED_COLUMNS with their events' EVENT_COLUMNS, by
      * event sequence. Reads both primary keys.

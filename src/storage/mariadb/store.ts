@@ -226,13 +226,28 @@ export class MariadbStore extends SqlStore {
     token: ClaimToken,
     leaseUntil: Date,
   ): Promise<number> {
-    const changed = await super.renewLeases(ids, token, leaseUntil);
+    if (ids.length === 0) return 0;
+    const changed = await this.runner.exec(this.#sql.renewLeases, [
+      ...this.tokenBind(token),
+      this.d.value(leaseUntil, 'timestamp'),
+      this.d.list(ids, 'bigint'),
+    ]);
     if (changed >= ids.length) return changed;
     const [row] = await this.runner.select(this.#sql.countHeld, [
       this.d.list(ids, 'bigint'),
       ...this.tokenBind(token),
     ]);
     return Number(row?.n ?? 0);
+  }
+
+  /** The shared hand-back, joined to its list (statements.ts `release`). */
+  override release(ids: readonly string[], token: ClaimToken, now: Date): Promise<number> {
+    if (ids.length === 0) return Promise.resolve(0);
+    return this.runner.exec(this.#sql.release, [
+      ...this.tokenBind(token),
+      this.d.value(now, 'timestamp'),
+      this.d.list(ids, 'bigint'),
+    ]);
   }
 
   /** The operations' event lock: the events in primary-key order, `FOR UPDATE`. */
