@@ -7,6 +7,7 @@ import { EVENT_INSERT_COLUMNS, OUTCOME_COLUMNS } from '../sql/columns.js';
 import type { SqlDialect } from '../sql/dialect.js';
 import { migrate } from '../sql/migrate.js';
 import { type EventSelector, eventsInKeyOrder, REOPEN_COLUMNS } from '../sql/operations.js';
+import type { PruneHost } from '../sql/prune.js';
 import { SqlStore } from '../sql/sql-store.js';
 import type {
   ClaimedDelivery,
@@ -21,7 +22,7 @@ import type {
 import type { TableNames } from '../tables.js';
 import { keySlots, lockSlotsSql } from './key-locks.js';
 import { mariadbExclusively, mariadbMigrationProfile } from './migration.js';
-import { MARIADB_PRUNE } from './prune.js';
+import { MARIADB_PRUNE, mariadbPruneDeletes } from './prune.js';
 import { backticks, mariadbRunner } from './runner.js';
 import {
   type MariadbStatements,
@@ -248,6 +249,17 @@ export class MariadbStore extends SqlStore {
       this.d.value(now, 'timestamp'),
       this.d.list(ids, 'bigint'),
     ]);
+  }
+
+  #prune: PruneHost | undefined;
+
+  /** The shared prune, its deletes joined to their id lists (prune.ts). */
+  protected override get pruneHost(): PruneHost {
+    if (!this.#prune) {
+      const shared = super.pruneHost;
+      this.#prune = { ...shared, sql: mariadbPruneDeletes(this.t, this.d, shared.sql) };
+    }
+    return this.#prune;
   }
 
   /** The operations' event lock: the events in primary-key order, `FOR UPDATE`. */
