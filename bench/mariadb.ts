@@ -100,9 +100,7 @@ async function seedBare(c: Connection, events: number): Promise<void> {
        FROM seq_${from}_to_${to}`,
     );
   }
-  await c.query(
-    'INSERT INTO bare_deliveries (event_id) SELECT id FROM bare_events ORDER BY id',
-  );
+  await c.query('INSERT INTO bare_deliveries (event_id) SELECT id FROM bare_events ORDER BY id');
   await c.query('ANALYZE TABLE bare_events, bare_deliveries');
 }
 

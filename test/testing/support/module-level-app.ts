@@ -1,5 +1,5 @@
 import { QueryTypes } from 'sequelize';
-import { afterAll, beforeAll, describe, expect, expectTypeOf, inject, it, vi } from 'vitest';
+import { afterAll, beforeAll, describe, expect, expectTypeOf, it, vi } from 'vitest';
 import type { TestDatabase } from '../../../testing/databases.js';
 import { assertFired, drainOutbox } from '../../../testing/index.js';
 import { type DialectCase, dialectAvailable } from '../../support/dialects.js';
