@@ -35,7 +35,7 @@ import {
   recordSet,
 } from '../sql/conditions.js';
 import type { RowColumn, SqlDialect } from '../sql/dialect.js';
-import { REOPEN_COLUMNS, TERMINAL } from '../sql/operations.js';
+import { REOPEN_COLUMNS, TERMINAL, WITHDRAWABLE } from '../sql/operations.js';
 import type { DeliveryRowInput } from '../store.js';
 import type { TableNames } from '../tables.js';
 import { jsonList, jsonRows } from './dialect.js';
@@ -159,6 +159,23 @@ export function mariadbStatements(t: TableNames, d: SqlDialect, returning: boole
     countHeld: `
       SELECT count(*) AS n FROM ${t.deliveries}
       WHERE ${d.inList('id', 1, 'bigint')} AND ${heldBy(undefined, '$2', '$3')}`,
+    /**
+     * sql/operations.ts `cancel` ($1 events, $2 receiver, $3 row ids, $4 completed at),
+     * joined to its events as `renewLeases` is to its ids.
+     */
+    cancel: `
+      UPDATE ${t.deliveries} AS d JOIN ${jsonList(1, 'bigint', 'l')} ON d.event_id = l.v
+      SET status = 'cancelled', completed_at = $4
+      WHERE ${d.ddl.phase.owed('d')}
+        AND ($2 IS NULL OR d.receiver_key = $2)
+        AND ($3 IS NULL OR ${d.inList('d.id', 3, 'bigint')})
+        AND d.status IN (${WITHDRAWABLE})`,
+    /** sql/operations.ts `requeue` ($1 ids, $2 now), joined to its ids. */
+    requeue: `
+      UPDATE ${t.deliveries} AS d JOIN ${jsonList(1, 'bigint', 'l')} ON d.id = l.v
+      SET status = 'pending', attempts = 0, available_at = $2, due_at = $2,
+          completed_at = NULL, lease_until = NULL
+      WHERE d.status = 'dead'`,
     /** sql/operations.ts `reopen`, as a multi-table UPDATE. */
     reopen: `
       UPDATE ${t.deliveries} AS d JOIN ${jsonRows(1, 'v', REOPEN_COLUMNS)} ON d.id = v.id

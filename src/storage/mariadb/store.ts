@@ -10,6 +10,7 @@ import { type EventSelector, eventsInKeyOrder, REOPEN_COLUMNS } from '../sql/ope
 import type { PruneHost } from '../sql/prune.js';
 import { SqlStore } from '../sql/sql-store.js';
 import type {
+  CancelScope,
   ClaimedDelivery,
   ClaimOptions,
   ClaimToken,
@@ -266,6 +267,42 @@ export class MariadbStore extends SqlStore {
   protected override eventLockSql(by: EventSelector): string {
     return `${eventsInKeyOrder(this.t, this.d, by)}
       FOR UPDATE`;
+  }
+
+  /** The shared cancel, its UPDATE joined to its events (statements.ts `cancel`). */
+  override async cancelDeliveries(
+    scope: CancelScope,
+    completedAt: Date,
+    transaction: Transaction,
+  ): Promise<{ cancelled: number; inFlight: number }> {
+    if (scope.eventSequences.length === 0 || scope.deliveryIds?.length === 0)
+      return { cancelled: 0, inFlight: 0 };
+    const bind = [
+      this.d.list(scope.eventSequences, 'bigint'),
+      scope.receiverKey ?? null,
+      this.d.list(scope.deliveryIds ?? null, 'bigint'),
+    ];
+    const cancelled = await this.runner.exec(
+      this.#sql.cancel,
+      [...bind, this.d.value(completedAt, 'timestamp')],
+      transaction,
+    );
+    const [claimed] = await this.runner.select(this.ops.countClaimed, bind, transaction);
+    return { cancelled, inFlight: Number(claimed?.n ?? 0) };
+  }
+
+  /** The shared requeue, joined to its ids (statements.ts `requeue`). */
+  override requeueDeliveries(
+    ids: readonly string[],
+    now: Date,
+    transaction: Transaction,
+  ): Promise<number> {
+    if (ids.length === 0) return Promise.resolve(0);
+    return this.runner.exec(
+      this.#sql.requeue,
+      [this.d.list(ids, 'bigint'), this.d.value(now, 'timestamp')],
+      transaction,
+    );
   }
 
   /** A replay's reopening, as a multi-table UPDATE (statements.ts). */
