@@ -14,6 +14,7 @@
  *   npm run bench -- --only latency --systems outboxkit,bare --rate 1000
  *   npm run bench -- --only drain --receivers noop-handler --experiment async-commit-handlers
  *   npm run bench -- --compare [--rounds 3] [--no-peers] [--only …]   # see compare.ts
+ *   npm run bench:compare -- --dialect mariadb [--rounds 2] [--events 20000]  # see mariadb.ts
  *
  * Each part works in a fresh schema (`bench_<hex>`) that it drops afterwards, also on failure.
  */
@@ -213,9 +214,16 @@ async function environment(): Promise<void> {
 
 const compare = process.argv.includes('--compare');
 buildChildren();
-(compare ? compareMain(process.argv.slice(2).filter((a) => a !== '--compare')) : main()).catch(
-  (error: unknown) => {
-    process.stderr.write(`bench failed: ${error instanceof Error ? error.stack : String(error)}\n`);
-    process.exitCode = 1;
-  },
-);
+const dialectAt = process.argv.indexOf('--dialect');
+const dialect =
+  process.argv.find((a) => a.startsWith('--dialect='))?.slice('--dialect='.length) ??
+  (dialectAt > 0 ? process.argv[dialectAt + 1] : undefined);
+(dialect === 'mariadb'
+  ? import('./mariadb.js').then((m) => m.mariadbCompare(process.argv.slice(2)))
+  : compare
+    ? compareMain(process.argv.slice(2).filter((a) => a !== '--compare'))
+    : main()
+).catch((error: unknown) => {
+  process.stderr.write(`bench failed: ${error instanceof Error ? error.stack : String(error)}\n`);
+  process.exitCode = 1;
+});

@@ -3,9 +3,10 @@
  * --check`), read from the inbox's own versions table the way `schemaStatus` reads the
  * outbox's.
  */
-import { QueryTypes, type Sequelize } from 'sequelize';
+import type { Sequelize } from 'sequelize';
 import { INBOX_MIGRATION_VERSIONS } from '../src/inbox/schema.js';
 import type { InboxTables } from '../src/inbox/tables.js';
+import { dialectOf } from '../src/storage/dialects.js';
 import { isMissingTableError, type SchemaStatus } from './schema-status.js';
 
 /** Read the inbox's applied migration versions. Other errors (a connection lost) are thrown. */
@@ -15,11 +16,13 @@ export async function inboxStatus(
 ): Promise<SchemaStatus> {
   let rows: { version: number | string }[];
   try {
-    rows = await sequelize.query(`SELECT version FROM ${tables.migrations} ORDER BY version`, {
-      type: QueryTypes.SELECT,
-    });
+    // Through the dialect's runner, which spells the quoted table name its way.
+    rows = await dialectOf(sequelize)
+      .runner(sequelize)
+      .select(`SELECT version FROM ${tables.migrations} ORDER BY version`, []);
   } catch (error) {
-    if (isMissingTableError(error)) return { state: 'missing' };
+    if (isMissingTableError(error) || dialectOf(sequelize).missingTable(error))
+      return { state: 'missing' };
     throw error;
   }
   const applied = rows.map((r) => Number(r.version));

@@ -4,7 +4,8 @@
  * retrying a missing table for ever, and `outbox migrate --check` fails while a migration
  * is pending.
  */
-import { QueryTypes, type Sequelize } from 'sequelize';
+import type { Sequelize } from 'sequelize';
+import { dialectOf } from '../src/storage/dialects.js';
 import { MIGRATION_VERSIONS } from '../src/storage/sql/migrate.js';
 import type { TableNames } from '../src/storage/tables.js';
 
@@ -49,11 +50,13 @@ export async function schemaStatus(
 ): Promise<SchemaStatus> {
   let rows: { version: number | string }[];
   try {
-    rows = await sequelize.query(`SELECT version FROM ${tables.migrations} ORDER BY version`, {
-      type: QueryTypes.SELECT,
-    });
+    // Through the dialect's runner, which spells the quoted table name its way.
+    rows = await dialectOf(sequelize)
+      .runner(sequelize)
+      .select(`SELECT version FROM ${tables.migrations} ORDER BY version`, []);
   } catch (error) {
-    if (isMissingTableError(error)) return { state: 'missing' };
+    if (isMissingTableError(error) || dialectOf(sequelize).missingTable(error))
+      return { state: 'missing' };
     throw error;
   }
   const applied = rows.map((r) => Number(r.version));

@@ -1,10 +1,17 @@
 import type { TestProject } from 'vitest/node';
-import { postgresAvailable, postgresUrl } from '../testing/databases.js';
+import {
+  mariadbAvailable,
+  mariadbUrl,
+  postgresAvailable,
+  postgresUrl,
+} from '../testing/databases.js';
 import { kafkaForTests } from './kafka-mock.js';
 
 declare module 'vitest' {
   export interface ProvidedContext {
     pgAvailable: boolean;
+    /** Whether the MariaDB server answers (the [mariadb] and [mysql] suites run on it). */
+    mariadbAvailable: boolean;
     /** The Kafka brokers (`host:port,…`) the Kafka suites use, or `null`: they are skipped. */
     kafkaBrokers: string | null;
   }
@@ -18,8 +25,10 @@ declare module 'vitest' {
 export default async function setup(project: TestProject) {
   const stopKafka = await setupKafka(project);
   const stopPostgres = await setupPostgres(project);
+  const stopMariadb = await setupMariadb(project);
   return () => {
     stopPostgres?.();
+    stopMariadb?.();
     stopKafka();
   };
 }
@@ -57,4 +66,19 @@ async function setupPostgres(project: TestProject) {
   }
   project.provide('pgAvailable', true);
   return undefined;
+}
+
+async function setupMariadb(project: TestProject) {
+  const available = await mariadbAvailable();
+  project.provide('mariadbAvailable', available);
+  if (available) return undefined;
+  const banner = `MariaDB at ${mariadbUrl()} did not answer: every MariaDB and MySQL suite is SKIPPED`;
+  if (process.env.OUTBOX_REQUIRE_SERVERS === '1') {
+    throw new Error(
+      `${banner}, and OUTBOX_REQUIRE_SERVERS=1 forbids skipping. Start MariaDB (see .ci/run).`,
+    );
+  }
+  const loud = `\n${'!'.repeat(80)}\n!! ${banner}\n!! (the suites marked [mariadb] and [mysql]; set OUTBOX_TEST_MARIADB_URL or start MariaDB to run them)\n${'!'.repeat(80)}\n`;
+  console.warn(loud);
+  return () => console.warn(loud);
 }

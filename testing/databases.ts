@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Sequelize } from 'sequelize';
+import { QueryTypes, Sequelize } from 'sequelize';
 
 /**
  * A database of its own for one test file (or one test), and the ways to reach it.
@@ -20,13 +20,14 @@ import { Sequelize } from 'sequelize';
  */
 export interface TestDatabase {
   /** Which kind of database this is. */
-  readonly dialect: 'sqlite' | 'postgres';
+  readonly dialect: 'sqlite' | 'postgres' | 'mariadb' | 'mysql';
   /**
    * A connection URL for this database, for the app's own Sequelize (`new Sequelize(url)`).
    * SQLite: `sqlite:` and the temp file's path. PostgreSQL: the server's URL (see
    * {@link postgresUrl}) with `options=-c search_path=<schema>`, which Sequelize hands to
    * the driver, so every table the app creates unqualified — its models' (`sync()`) and the
-   * outbox's (`migrate()` without a `schema`) — lands in the test's schema.
+   * outbox's (`migrate()` without a `schema`) — lands in the test's schema. MariaDB: the
+   * server's URL (see {@link mariadbUrl}) with the test's own database in its path.
    */
   readonly url: string;
   /**
@@ -138,6 +139,85 @@ export async function postgresTestSchema(): Promise<TestDatabase> {
 /** Whether the PostgreSQL test server answers. */
 export async function postgresAvailable(): Promise<boolean> {
   const s = new Sequelize(postgresUrl(), { logging: false, pool: { max: 1 } });
+  try {
+    await s.authenticate();
+    return true;
+  } catch {
+    return false;
+  } finally {
+    await s.close().catch(() => {});
+  }
+}
+
+/** Where the MariaDB suites connect: `OUTBOX_TEST_MARIADB_URL`, else the local server. */
+export const mariadbUrl = (): string =>
+  process.env.OUTBOX_TEST_MARIADB_URL ?? 'mariadb://root@127.0.0.1:3306/test';
+
+/** The MariaDB server's URL spoken through Sequelize's `dialect` (`mariadb` or `mysql`), on `database`. */
+function mariadbUrlFor(dialect: 'mariadb' | 'mysql', database: string): string {
+  const url = new URL(mariadbUrl());
+  url.pathname = `/${database}`;
+  return url.toString().replace(/^[a-z]+:/, `${dialect}:`);
+}
+
+/**
+ * A fresh MariaDB database for one test file (MariaDB has no schemas inside a database, so a
+ * database is the unit of isolation), created on the server of {@link mariadbUrl} and dropped
+ * by `cleanup()`. `dialect` picks Sequelize's dialect and so the driver: `mariadb` (the
+ * `mariadb` package) or `mysql` (`mysql2`; what a MySQL 8 app runs, here against MariaDB,
+ * which exercises the code paths written for MySQL's missing RETURNING).
+ */
+export async function mariadbTestDatabase(
+  dialect: 'mariadb' | 'mysql' = 'mariadb',
+): Promise<TestDatabase> {
+  const database = `t_${randomBytes(6).toString('hex')}`;
+  const url = mariadbUrlFor(dialect, database);
+  const open = () => new Sequelize(url, { logging: false, pool: { max: 12 } });
+  const admin = new Sequelize(mariadbUrlFor(dialect, ''), { logging: false, pool: { max: 1 } });
+  await admin
+    .query(`CREATE DATABASE \`${database}\` CHARACTER SET utf8mb4 COLLATE utf8mb4_bin`, {
+      type: QueryTypes.BULKUPDATE,
+    })
+    .catch(async (error) => {
+      await admin.close();
+      throw error;
+    });
+  const sequelize = open();
+  const others: Sequelize[] = [];
+  const cleanup = once(async () => {
+    await Promise.allSettled([sequelize.close(), ...others.map((s) => s.close())]);
+    await admin
+      .query(`DROP DATABASE IF EXISTS \`${database}\``, { type: QueryTypes.BULKUPDATE })
+      .catch(() => {});
+    await admin.close();
+  });
+  return {
+    dialect,
+    url,
+    sequelize,
+    outboxOptions: { sequelize },
+    connectAgain() {
+      const s = open();
+      others.push(s);
+      return s;
+    },
+    cleanup,
+    [Symbol.asyncDispose]: cleanup,
+  };
+}
+
+/** {@link mariadbTestDatabase} through Sequelize's `mysql` dialect and the mysql2 driver. */
+export function mysqlTestDatabase(): Promise<TestDatabase> {
+  return mariadbTestDatabase('mysql');
+}
+
+/** Whether the MariaDB test server answers. */
+export async function mariadbAvailable(): Promise<boolean> {
+  const s = new Sequelize(mariadbUrlFor('mariadb', ''), {
+    logging: false,
+    pool: { max: 1 },
+    dialectOptions: { connectTimeout: 3_000 },
+  });
   try {
     await s.authenticate();
     return true;

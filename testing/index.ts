@@ -32,6 +32,10 @@ export type {
 export { runWakeupCheck, wakeupChecks } from './conformance/wakeup-checks.js';
 export type { TestDatabase } from './databases.js';
 export {
+  mariadbAvailable,
+  mariadbTestDatabase,
+  mariadbUrl,
+  mysqlTestDatabase,
   postgresAvailable,
   postgresTestSchema,
   postgresUrl,

@@ -12,7 +12,6 @@
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import { type Command, Option } from 'commander';
-import { QueryTypes } from 'sequelize';
 import { DEFAULT_LANE } from '../../src/declare/define-outbox.js';
 import { ConfigurationError } from '../../src/errors/outbox-error.js';
 import { createOutbox, type Outbox } from '../../src/outbox.js';
@@ -22,6 +21,7 @@ import { checkTopics } from '../../src/relay/relay-topics.js';
 import type { RelayReport } from '../../src/relay/run-relay.js';
 import { isTransientDatabaseError } from '../../src/relay/transient.js';
 import { runtimeOf } from '../../src/runtime.js';
+import { dialectOf } from '../../src/storage/dialects.js';
 import { toDateOrNull } from '../../src/storage/rows.js';
 import type { TableNames } from '../../src/storage/tables.js';
 import { EXIT } from '../exit-codes.js';
@@ -394,14 +394,15 @@ async function inFlight(
   workerId: string,
 ): Promise<InFlightRow[]> {
   try {
-    const rows = await session.db.sequelize.query<{
+    const sequelize = session.db.sequelize;
+    const rows = await dialectOf(sequelize).runner(sequelize).select<{
       id: string | number;
       receiver_key: string;
       claimed_at: unknown;
       lease_until: unknown;
     }>(
       `SELECT id, receiver_key, claimed_at, lease_until FROM ${tables.deliveries} WHERE status = 'claimed' AND claimed_by = $1 ORDER BY id`,
-      { bind: [workerId], type: QueryTypes.SELECT },
+      [workerId],
     );
     return rows.map((r) => ({
       id: String(r.id),

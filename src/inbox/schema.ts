@@ -114,14 +114,18 @@ export function inboxMigrationScript(
   t: InboxTables,
   applied: ReadonlySet<number> = new Set(),
 ): MigrationScript {
+  const spell = dialect.migration.scriptSpelling ?? ((sql: string) => sql);
   return {
-    prelude: inboxPrelude(dialect, t),
+    prelude: inboxPrelude(dialect, t).map(spell),
     steps: INBOX_MIGRATION_VERSIONS.filter((v) => !applied.has(v)).map((version) => ({
       version,
       statements: [
         ...inboxMigrationBody(dialect, t, version),
-        `INSERT INTO ${t.migrations} (version, applied_at) VALUES (${version}, ${dialect.migration.nowSql}) ON CONFLICT (version) DO NOTHING`,
-      ],
+        dialect.sql.insertSkippingDuplicates(
+          `INSERT INTO ${t.migrations} (version, applied_at) VALUES (${version}, ${dialect.migration.nowSql})`,
+          ['version'],
+        ),
+      ].map(spell),
     })),
   };
 }

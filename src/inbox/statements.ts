@@ -23,7 +23,9 @@ export interface InboxStatements {
   /**
    * Delete up to a batch of a consumer's oldest rows received before a moment. Params:
    * $1 consumer, $2 the cutoff (received_at strictly before it), $3 the batch size.
-   * Returns the number deleted. Reads `inbox_received` (consumer, received_at).
+   * Returns the number deleted. Reads `inbox_received` (consumer, received_at). The batch
+   * is a derived table (`x`): MariaDB takes no LIMIT in an IN subquery, nor a subquery of
+   * the table a DELETE deletes from, but does take a derived one.
    */
   readonly prune: string;
 }
@@ -31,15 +33,17 @@ export interface InboxStatements {
 export function inboxStatements(t: InboxTables, d: SqlDialect): InboxStatements {
   const p = d.param;
   return {
-    receive: `INSERT INTO ${t.inbox} (consumer, event_id, topic, received_at)
-      VALUES (${p(1, 'text')}, ${p(2, 'text')}, ${p(3, 'text')}, ${p(4, 'timestamp')})
-      ON CONFLICT (consumer, event_id) DO NOTHING`,
+    receive: d.insertSkippingDuplicates(
+      `INSERT INTO ${t.inbox} (consumer, event_id, topic, received_at)
+      VALUES (${p(1, 'text')}, ${p(2, 'text')}, ${p(3, 'text')}, ${p(4, 'timestamp')})`,
+      ['consumer', 'event_id'],
+    ),
     processed: `UPDATE ${t.inbox} SET processed_at = ${p(3, 'timestamp')}
       WHERE consumer = ${p(1, 'text')} AND event_id = ${p(2, 'text')}`,
     prune: `DELETE FROM ${t.inbox}
-      WHERE consumer = ${p(1, 'text')} AND event_id IN (
+      WHERE consumer = ${p(1, 'text')} AND event_id IN (SELECT x.event_id FROM (
         SELECT event_id FROM ${t.inbox}
         WHERE consumer = ${p(1, 'text')} AND received_at < ${p(2, 'timestamp')}
-        ORDER BY received_at LIMIT ${p(3, 'integer')})`,
+        ORDER BY received_at LIMIT ${p(3, 'integer')}) AS x)`,
   };
 }

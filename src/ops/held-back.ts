@@ -9,7 +9,7 @@
  * index (receiver, target, ordering key, event) for the owed rows behind it — never the
  * history, so its cost follows the dead letters, not what the table ever held.
  */
-import { QueryTypes, type Sequelize } from 'sequelize';
+import type { Sequelize } from 'sequelize';
 import type { DialectEntry } from '../storage/dialect-entry.js';
 import type { SqlDialect } from '../storage/sql/dialect.js';
 import type { TableNames } from '../storage/tables.js';
@@ -56,7 +56,7 @@ export function holdingDeadLettersSql(t: TableNames, d: SqlDialect): string {
     SELECT x.id AS delivery_id, x.receiver_key, x.target, x.ordering_key,
            (SELECT e.uuid FROM ${t.events} e WHERE e.id = x.event_id) AS event_uuid,
            (SELECT e.tenant FROM ${t.events} e WHERE e.id = x.event_id) AS event_tenant,
-           (SELECT count(*) FROM (${behind('1')} LIMIT ${d.param(2, 'integer')}) c) AS held_back
+           ${d.countUpTo(behind('1'), d.param(2, 'integer'))} AS held_back
     FROM ${t.deliveries} x
     WHERE ${d.ddl.phase.dead('x')} AND x.ordering_key IS NOT NULL
       AND EXISTS (${behind('1')})
@@ -71,7 +71,8 @@ export async function readHoldingDeadLetters(
   entry: DialectEntry,
   limit = HOLDING_LIMIT,
 ): Promise<HoldingDeadLetter[]> {
-  const rows = await sequelize.query<{
+  // Through the dialect's runner, which spells the quoted names its way (MariaDB).
+  const rows = await entry.runner(sequelize).select<{
     delivery_id: string | number;
     receiver_key: string;
     target: string | null;
@@ -79,10 +80,7 @@ export async function readHoldingDeadLetters(
     event_uuid: string;
     event_tenant: string | null;
     held_back: string | number;
-  }>(holdingDeadLettersSql(tables, entry.sql), {
-    bind: [limit, HELD_BACK_COUNT_CAP],
-    type: QueryTypes.SELECT,
-  });
+  }>(holdingDeadLettersSql(tables, entry.sql), [limit, HELD_BACK_COUNT_CAP]);
   return rows.map((r) => ({
     deliveryId: String(r.delivery_id),
     receiverKey: r.receiver_key,

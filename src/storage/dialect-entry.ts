@@ -103,6 +103,11 @@ export interface DialectMigration {
   readonly beforeMigrate: readonly string[];
   /** The current time as a migrations table's `applied_at` holds it, in SQL. */
   readonly nowSql: string;
+  /**
+   * How a printed migration script's statement is spelled for the database's own client
+   * (MariaDB: identifiers in backticks); as the store runs it where undefined.
+   */
+  readonly scriptSpelling?: ((sql: string) => string) | undefined;
   /** The outbox's migrations on these tables (DDL spelling, prelude, single-writer lock table). */
   profile(tables: TableNames): MigrationProfile;
   /**

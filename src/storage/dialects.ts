@@ -9,11 +9,12 @@
 import type { Sequelize } from 'sequelize';
 import { ConfigurationError } from '../errors/outbox-error.js';
 import type { DatabaseCapabilities, DialectEntry } from './dialect-entry.js';
+import { mariadbEntry, mysqlEntry } from './mariadb/entry.js';
 import { postgresEntry } from './postgres/entry.js';
 import { sqliteEntry } from './sqlite/entry.js';
 
 /** Every supported dialect, in the order messages list them. */
-const DIALECTS = [postgresEntry, sqliteEntry] as const;
+const DIALECTS = [postgresEntry, sqliteEntry, mariadbEntry, mysqlEntry] as const;
 
 /** The name of a supported dialect (Sequelize's, `sequelize.getDialect()`). */
 export type DialectName = (typeof DIALECTS)[number]['name'];

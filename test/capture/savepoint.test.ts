@@ -77,6 +77,10 @@ describeEachDialect('captured inserts without a savepoint', (dialect) => {
       await db.sequelize.query(
         `CREATE TRIGGER boom BEFORE INSERT ON ${events} FOR EACH ROW EXECUTE FUNCTION "${fn}"()`,
       );
+    } else if (dialect.name === 'mariadb' || dialect.name === 'mysql') {
+      await db.sequelize.query(
+        `CREATE TRIGGER boom BEFORE INSERT ON ${events} FOR EACH ROW BEGIN IF NEW.payload LIKE '%boom%' THEN SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = 'boom trigger'; END IF; END`,
+      );
     } else {
       await db.sequelize.query(
         `CREATE TRIGGER boom BEFORE INSERT ON ${events} WHEN NEW.payload LIKE '%boom%' BEGIN SELECT RAISE(ABORT, 'boom trigger'); END`,

@@ -170,9 +170,11 @@ describeEachDialect('outbox health', (dialect) => {
   it('exits 2 past --max-lapsed', async () => {
     await firePings(1);
     const lapsed =
-      dialect.name === 'sqlite' ? String(Date.now() - MINUTE) : `now() - interval '1 minute'`;
+      dialect.name !== 'postgres' ? String(Date.now() - MINUTE) : `now() - interval '1 minute'`;
     const claimedAt =
-      dialect.name === 'sqlite' ? String(Date.now() - 2 * MINUTE) : `now() - interval '2 minutes'`;
+      dialect.name !== 'postgres'
+        ? String(Date.now() - 2 * MINUTE)
+        : `now() - interval '2 minutes'`;
     await onDeliveries(
       `status = 'claimed', claimed_by = 'gone', claimed_at = ${claimedAt}, lease_until = ${lapsed}`,
     );

@@ -4,29 +4,39 @@ import { describeEachDialect } from '../support/dialects.js';
 import { type CliDatabase, openCliDatabase, PING_CONFIG } from './support/cli.js';
 import { runCliInProcess } from './support/in-process.js';
 
-/** The outbox's tables; SQLite also gets the single-relay lock (it cannot skip locked rows). */
-function expectedTables(dialect: 'sqlite' | 'postgres'): string[] {
+/**
+ * The outbox's tables; SQLite also gets the single-relay lock (it cannot skip locked rows),
+ * MariaDB the ordering keys' lock slots (it has no advisory locks that end with a transaction).
+ */
+function expectedTables(dialect: CliDatabase['dialect']): string[] {
   const tables = [
     'outbox_deliveries',
     'outbox_events',
     'outbox_migrations',
     'outbox_receiver_last_success',
   ];
-  return dialect === 'sqlite' ? [...tables, 'outbox_relay_lock'] : tables;
+  if (dialect === 'sqlite') return [...tables, 'outbox_relay_lock'];
+  if (dialect === 'mariadb' || dialect === 'mysql') return [...tables, 'outbox_key_locks'].sort();
+  return tables;
 }
 
 async function tablesOf(db: CliDatabase): Promise<string[]> {
   const { sequelize, schema } = db.outboxOptions;
   const rows =
-    db.dialect === 'postgres'
+    db.dialect === 'mariadb' || db.dialect === 'mysql'
       ? await sequelize.query<{ name: string }>(
-          'SELECT table_name AS name FROM information_schema.tables WHERE table_schema = ? ORDER BY 1',
-          { replacements: [schema], type: QueryTypes.SELECT },
-        )
-      : await sequelize.query<{ name: string }>(
-          "SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE 'outbox%' ORDER BY 1",
+          'SELECT table_name AS name FROM information_schema.tables WHERE table_schema = DATABASE() ORDER BY 1',
           { type: QueryTypes.SELECT },
-        );
+        )
+      : db.dialect === 'postgres'
+        ? await sequelize.query<{ name: string }>(
+            'SELECT table_name AS name FROM information_schema.tables WHERE table_schema = ? ORDER BY 1',
+            { replacements: [schema], type: QueryTypes.SELECT },
+          )
+        : await sequelize.query<{ name: string }>(
+            "SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE 'outbox%' ORDER BY 1",
+            { type: QueryTypes.SELECT },
+          );
   return rows.map((r) => r.name);
 }
 

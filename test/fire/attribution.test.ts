@@ -18,7 +18,7 @@ import { frames } from '../../src/scope/frame.js';
 import type { TestDatabase } from '../../testing/databases.js';
 import { drainOutbox } from '../../testing/index.js';
 import { freshPrefix, openOutbox, tableName } from '../relay/support.js';
-import { describeEachDialect } from '../support/dialects.js';
+import { describeEachDialect, sqlOf } from '../support/dialects.js';
 
 const Placed = event({ schema: z.object({ orderId: z.string() }) });
 const Invoiced = event({ schema: z.object({ orderId: z.string() }) });
@@ -113,9 +113,10 @@ describeEachDialect('attribution: scopes on AsyncLocalStorage, recorded by fire(
 
   /** Every event row, in sequence order, with its attribution columns. */
   async function rows(): Promise<AttributionRow[]> {
-    const [found] = (await db.sequelize.query(
+    const found = await sqlOf(db.sequelize).select(
       `SELECT id, uuid, name, actor, correlation_id, caused_by, headers FROM ${tableName(db, `${prefix}events`)} ORDER BY id`,
-    )) as [Record<string, unknown>[], unknown];
+      [],
+    );
     return found.map((r) => ({
       id: String(r.id),
       uuid: String(r.uuid),

@@ -63,7 +63,9 @@ describeEachDialect('a CLS transaction of another Sequelize instance', (dialect)
     expect(message).toContain(
       dialect.name === 'sqlite'
         ? `sqlite ${storageOf(a)}`
-        : 'postgres database "test" at 127.0.0.1:5432',
+        : dialect.name === 'postgres'
+          ? 'postgres database "test" at 127.0.0.1:5432'
+          : `${dialect.name} database "${new URL(a.url).pathname.slice(1)}" at 127.0.0.1:3306`,
     );
     expect((refusal as ConfigurationError).path).toBe('options.transaction');
     expect(await eventsOf(outboxA)).toBe(0);

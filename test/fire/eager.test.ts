@@ -4,7 +4,7 @@ import { defineOutbox, event, receiver } from '../../src/index.js';
 import type { TestDatabase } from '../../testing/databases.js';
 import { drainOutbox } from '../../testing/index.js';
 import { openOutbox, rowsOf, tableName } from '../relay/support.js';
-import { describeEachDialect } from '../support/dialects.js';
+import { describeEachDialect, sqlOf } from '../support/dialects.js';
 
 describeEachDialect('eager receivers', (dialect) => {
   let db: TestDatabase;
@@ -116,24 +116,25 @@ describeEachDialect('eager receivers', (dialect) => {
 
   it("commits an eager handler's database work with its acknowledgement", async () => {
     const table = tableName(db, 'welcomed');
-    await db.sequelize.query(`CREATE TABLE ${table} (user_id varchar(20) PRIMARY KEY)`);
+    await sqlOf(db.sequelize).run(`CREATE TABLE ${table} (user_id varchar(20) PRIMARY KEY)`, []);
     const c = defineOutbox({
       events: { 'auth.SignedUp': Signed },
       receivers: {
         'mail.welcome': receiver(Signed, {
           eager: true,
           handle: async (e, ctx) => {
-            await db.sequelize.query(`INSERT INTO ${table} (user_id) VALUES (?)`, {
-              replacements: [e.payload.userId],
-              transaction: ctx.transaction,
-            });
+            await sqlOf(db.sequelize).run(
+              `INSERT INTO ${table} (user_id) VALUES ($1)`,
+              [e.payload.userId],
+              ctx.transaction,
+            );
           },
         }),
       },
     });
     const outbox = await openOutbox(db, c);
     await outbox.fire('auth.SignedUp', { userId: 'u7' });
-    expect((await db.sequelize.query(`SELECT user_id FROM ${table}`))[0]).toEqual([
+    expect(await sqlOf(db.sequelize).select(`SELECT user_id FROM ${table}`, [])).toEqual([
       { user_id: 'u7' },
     ]);
     expect((await rowsOf(outbox, 'mail.welcome'))[0].status).toBe('succeeded');

@@ -14,7 +14,7 @@ import {
   ValidationError,
 } from '../../src/index.js';
 import type { TestDatabase } from '../../testing/databases.js';
-import { describeEachDialect } from '../support/dialects.js';
+import { describeEachDialect, sqlOf } from '../support/dialects.js';
 import { eventCount } from './support.js';
 
 const Placed = event({ schema: z.object({ orderId: z.string() }) });
@@ -54,7 +54,11 @@ describeEachDialect('fire() refuses what would go wrong silently or cryptically'
         /^fire(Many)?\(\): the outbox tables are missing\. Run `npx outbox migrate`/,
       );
       expect(String((e.cause as Error).message)).toMatch(
-        dialect.name === 'postgres' ? /relation .* does not exist/ : /no such table/,
+        dialect.name === 'postgres'
+          ? /relation .* does not exist/
+          : dialect.name === 'sqlite'
+            ? /no such table/
+            : /Table '.*' doesn't exist/,
       );
     }
   });
@@ -88,10 +92,12 @@ describeEachDialect('fire() refuses what would go wrong silently or cryptically'
   });
 
   it('an error of the application inside the transaction is not mistaken for a missing outbox table', async () => {
-    const error = await db.sequelize.query('SELECT * FROM no_such_application_table').then(
-      () => undefined,
-      (e: unknown) => e,
-    );
+    const error = await sqlOf(db.sequelize)
+      .select('SELECT * FROM no_such_application_table', [])
+      .then(
+        () => undefined,
+        (e: unknown) => e,
+      );
     expect(error).not.toBeInstanceOf(ConfigurationError);
   });
 

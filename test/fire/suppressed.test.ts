@@ -12,7 +12,7 @@ import {
 import type { TestDatabase } from '../../testing/databases.js';
 import { drainOutbox } from '../../testing/index.js';
 import { deliveryRows, freshPrefix, openOutbox, tableName } from '../relay/support.js';
-import { describeEachDialect } from '../support/dialects.js';
+import { describeEachDialect, sqlOf } from '../support/dialects.js';
 import { recordingWakeup } from './support.js';
 
 const UserCreated = event({ schema: z.object({ userId: z.string() }) });
@@ -73,9 +73,10 @@ describeEachDialect('suppressed(): fire without delivering, and say why', (diale
   });
 
   async function eventRows(): Promise<EventRow[]> {
-    const [found] = (await db.sequelize.query(
+    const found = await sqlOf(db.sequelize).select(
       `SELECT id, name, suppressed_reason, actor FROM ${tableName(db, `${prefix}events`)} ORDER BY id`,
-    )) as [Record<string, unknown>[], unknown];
+      [],
+    );
     return found.map((r) => ({
       id: String(r.id),
       name: r.name as string,

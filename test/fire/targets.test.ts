@@ -14,7 +14,7 @@ import {
 import type { TestDatabase } from '../../testing/databases.js';
 import { drainOutbox } from '../../testing/index.js';
 import { openOutbox, rowsOf, tableName } from '../relay/support.js';
-import { describeEachDialect } from '../support/dialects.js';
+import { describeEachDialect, sqlOf } from '../support/dialects.js';
 import { eventCount } from './support.js';
 
 describeEachDialect('fan-out targets', (dialect) => {
@@ -176,7 +176,7 @@ describeEachDialect('fan-out targets', (dialect) => {
 
   it('runs targets inside the caller transaction, reading its uncommitted rows', async () => {
     const table = tableName(db, 'subscribers');
-    await db.sequelize.query(`CREATE TABLE ${table} (tenant varchar(64) PRIMARY KEY)`);
+    await sqlOf(db.sequelize).run(`CREATE TABLE ${table} (tenant varchar(64) PRIMARY KEY)`, []);
     const config = defineOutbox({
       events: { 'cms.Published': Published },
       receivers: {
@@ -184,12 +184,11 @@ describeEachDialect('fan-out targets', (dialect) => {
           // an async lookup: in JavaScript a function that reads the database is async
           targets: async (_e, ctx) => {
             expect(ctx).toMatchObject({ receiverKey: 'hooks.subscribed', deliveryId: null });
-            const [rows] = (await db.sequelize.query(
+            const rows = await sqlOf(db.sequelize).select<{ tenant: string }>(
               `SELECT tenant FROM ${table} ORDER BY tenant`,
-              {
-                transaction: ctx.transaction,
-              },
-            )) as [{ tenant: string }[], unknown];
+              [],
+              ctx.transaction,
+            );
             return rows.map((r) => r.tenant);
           },
           handle: () => {},
@@ -198,9 +197,11 @@ describeEachDialect('fan-out targets', (dialect) => {
     });
     const outbox = await openOutbox(db, config);
     await db.sequelize.transaction(async (t) => {
-      await db.sequelize.query(`INSERT INTO ${table} (tenant) VALUES ('acme'), ('globex')`, {
-        transaction: t,
-      });
+      await sqlOf(db.sequelize).run(
+        `INSERT INTO ${table} (tenant) VALUES ('acme'), ('globex')`,
+        [],
+        t,
+      );
       await outbox.fire('cms.Published', { tenants: [] }, { transaction: t });
     });
     expect((await rowsOf(outbox, 'hooks.subscribed')).map((r) => r.target)).toEqual([
@@ -211,7 +212,7 @@ describeEachDialect('fan-out targets', (dialect) => {
 
   it('fails fire() and rolls the caller change back when targets throws', async () => {
     const table = tableName(db, 'changes');
-    await db.sequelize.query(`CREATE TABLE ${table} (id integer PRIMARY KEY)`);
+    await sqlOf(db.sequelize).run(`CREATE TABLE ${table} (id integer PRIMARY KEY)`, []);
     const { config } = fanOut({
       targets: () => {
         throw new Error('tenant directory unavailable');
@@ -220,11 +221,11 @@ describeEachDialect('fan-out targets', (dialect) => {
     const outbox = await openOutbox(db, config);
     await expect(
       db.sequelize.transaction(async (t) => {
-        await db.sequelize.query(`INSERT INTO ${table} (id) VALUES (1)`, { transaction: t });
+        await sqlOf(db.sequelize).run(`INSERT INTO ${table} (id) VALUES (1)`, [], t);
         await outbox.fire('cms.Published', { tenants: ['acme'] }, { transaction: t });
       }),
     ).rejects.toThrow('tenant directory unavailable');
-    const [rows] = await db.sequelize.query(`SELECT id FROM ${table}`);
+    const rows = await sqlOf(db.sequelize).select(`SELECT id FROM ${table}`, []);
     expect(rows).toEqual([]);
     expect(await eventCount(outbox)).toBe(0);
   });

@@ -17,9 +17,11 @@ describeEachDialect('inbox.migrate', (dialect) => {
 
   async function tablesLike(prefix: string): Promise<string[]> {
     const sql =
-      db.dialect === 'postgres'
-        ? `SELECT table_name AS name FROM information_schema.tables WHERE table_schema = '${db.outboxOptions.schema}' AND table_name LIKE '${prefix}%' ORDER BY 1`
-        : `SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE '${prefix}%' ORDER BY 1`;
+      db.dialect === 'mariadb' || db.dialect === 'mysql'
+        ? `SELECT table_name AS name FROM information_schema.tables WHERE table_schema = DATABASE() AND table_name LIKE '${prefix}%' ORDER BY 1`
+        : db.dialect === 'postgres'
+          ? `SELECT table_name AS name FROM information_schema.tables WHERE table_schema = '${db.outboxOptions.schema}' AND table_name LIKE '${prefix}%' ORDER BY 1`
+          : `SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE '${prefix}%' ORDER BY 1`;
     const [rows] = (await db.sequelize.query(sql)) as [{ name: string }[], unknown];
     return rows.map((r) => r.name);
   }

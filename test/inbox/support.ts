@@ -2,6 +2,7 @@ import type { Sequelize, Transaction } from 'sequelize';
 import { type InboxOptions, inbox } from '../../src/index.js';
 import type { TestDatabase } from '../../testing/databases.js';
 import { tableName } from '../relay/support.js';
+import { sqlOf } from '../support/dialects.js';
 
 let tables = 0;
 
@@ -25,8 +26,9 @@ export async function openConsumer(
   });
   await box.migrate();
   const work = tableName(db, `${prefix}work`);
-  await db.sequelize.query(
+  await sqlOf(db.sequelize).run(
     `CREATE TABLE IF NOT EXISTS ${work} (event_id varchar(255) NOT NULL, label varchar(255))`,
+    [],
   );
   const inboxTable = tableName(db, `${prefix}inbox`);
   return {
@@ -35,16 +37,18 @@ export async function openConsumer(
     inboxTable,
     /** The consumer's own work: one row per message processed. */
     async record(transaction: Transaction, eventId: string, label = 'done', on = sequelize) {
-      await on.query(`INSERT INTO ${work} (event_id, label) VALUES ($1, $2)`, {
-        bind: [eventId, label],
+      await sqlOf(on).run(
+        `INSERT INTO ${work} (event_id, label) VALUES ($1, $2)`,
+        [eventId, label],
         transaction,
-      });
+      );
     },
     /** The work rows, as [event_id, label], in insertion order. */
     async work(): Promise<[string, string][]> {
-      const [rows] = (await db.sequelize.query(
+      const rows = await sqlOf(db.sequelize).select<{ event_id: string; label: string }>(
         `SELECT event_id, label FROM ${work} ORDER BY event_id, label`,
-      )) as [{ event_id: string; label: string }[], unknown];
+        [],
+      );
       return rows.map((r) => [r.event_id, r.label]);
     },
     /** The inbox rows, as the table holds them. */
@@ -57,10 +61,10 @@ export async function openConsumer(
         processed_at: unknown;
       }[]
     > {
-      const [rows] = (await db.sequelize.query(
+      return sqlOf(db.sequelize).select<never>(
         `SELECT consumer, event_id, topic, received_at, processed_at FROM ${inboxTable} ORDER BY consumer, event_id`,
-      )) as [never[], unknown];
-      return rows;
+        [],
+      );
     },
   };
 }

@@ -11,6 +11,7 @@ import {
   suppressed,
 } from '../../src/index.js';
 import { runtimeOf } from '../../src/runtime.js';
+import { dialectOf } from '../../src/storage/dialects.js';
 import { lockEventIdsSql } from '../../src/storage/postgres/event-locks.js';
 import { tableNames } from '../../src/storage/tables.js';
 import type { TestDatabase } from '../../testing/databases.js';
@@ -23,7 +24,7 @@ import {
   testClock,
   waitFor,
 } from '../relay/support.js';
-import { describeEachDialect } from '../support/dialects.js';
+import { describeEachDialect, sqlOf } from '../support/dialects.js';
 
 const DAY = 86_400_000;
 const HOUR = 3_600_000;
@@ -74,22 +75,19 @@ async function setStatus(
   options: { receiverKey?: string; succeededAt?: Date } = {},
 ): Promise<void> {
   const rt = runtimeOf(outbox);
-  const d = rt.store.dialect;
   const t = tableNames(prefixOf(outbox), db.outboxOptions.schema);
-  const ts = (x: Date | null) => (x === null ? null : d === 'sqlite' ? x.getTime() : x);
+  const ts = (x: Date | null) => dialectOf(rt.sequelize).sql.value(x, 'timestamp');
   const done = status === 'pending' || status === 'failed' || status === 'claimed' ? null : T0;
-  await db.sequelize.query(
+  await sqlOf(db.sequelize).run(
     `UPDATE ${t.deliveries} SET status = $1, completed_at = $2, succeeded_at = $3, lease_until = $4
      WHERE event_id = $5${options.receiverKey ? ` AND receiver_key = '${options.receiverKey}'` : ''}`,
-    {
-      bind: [
-        status,
-        ts(done),
-        ts(status === 'succeeded' ? (options.succeededAt ?? T0) : null),
-        ts(status === 'claimed' ? at(100 * 365 * DAY) : null),
-        Number(sequence),
-      ],
-    },
+    [
+      status,
+      ts(done),
+      ts(status === 'succeeded' ? (options.succeededAt ?? T0) : null),
+      ts(status === 'claimed' ? at(100 * 365 * DAY) : null),
+      Number(sequence),
+    ],
   );
 }
 
@@ -263,9 +261,10 @@ describeEachDialect('pruneEvents', (dialect) => {
     const toMs = (v: unknown) =>
       v instanceof Date ? v.getTime() : typeof v === 'number' ? v : Date.parse(String(v));
     const read = async () => {
-      const [rows] = (await db.sequelize.query(
-        `SELECT receiver_key, succeeded_at FROM ${table} ORDER BY receiver_key`,
-      )) as [{ receiver_key: string; succeeded_at: unknown }[], unknown];
+      const rows = await sqlOf(db.sequelize).select<{
+        receiver_key: string;
+        succeeded_at: unknown;
+      }>(`SELECT receiver_key, succeeded_at FROM ${table} ORDER BY receiver_key`, []);
       return rows.map((r) => [r.receiver_key, toMs(r.succeeded_at)]);
     };
     expect(await read()).toEqual([
@@ -355,10 +354,11 @@ describeEachDialect('pruneEvents', (dialect) => {
     const fresh = await outbox.fire('p.Kept', { n: 2 });
     await setStatus(db, outbox, fresh.sequence, 'dead');
     const t = tableNames(prefixOf(outbox), db.outboxOptions.schema);
-    const recent = dialect.name === 'sqlite' ? at(20 * DAY).getTime() : at(20 * DAY);
-    await db.sequelize.query(`UPDATE ${t.deliveries} SET completed_at = $1 WHERE event_id = $2`, {
-      bind: [recent, Number(fresh.sequence)],
-    });
+    const recent = dialectOf(db.sequelize).sql.value(at(20 * DAY), 'timestamp');
+    await sqlOf(db.sequelize).run(
+      `UPDATE ${t.deliveries} SET completed_at = $1 WHERE event_id = $2`,
+      [recent, Number(fresh.sequence)],
+    );
     const pending = await outbox.fire('p.Kept', { n: 3 });
     const batches: PruneBatch[] = [];
     const gone = await outbox.cleanupDeadLettered({

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { z } from 'zod';
 import { ConfigurationError, defineOutbox, event, type Outbox, receiver } from '../../src/index.js';
+import { dialectNamed } from '../../src/storage/dialects.js';
 import type { TestDatabase } from '../../testing/databases.js';
 import { describeEachDialect } from '../support/dialects.js';
 import {
@@ -23,7 +24,11 @@ describeEachDialect('relay: several relays', (dialect) => {
 
   const Item = event({ schema: z.object({ n: z.number() }) });
 
-  if (dialect.name === 'postgres') {
+  // Every dialect whose capabilities split the queue (SKIP LOCKED, many writers).
+  const splits = dialectNamed(dialect.name).capabilities;
+  const splitsQueue = splits.skipLocked && !splits.singleWriter;
+
+  if (splitsQueue) {
     it('N relays split the work with SKIP LOCKED: every event is delivered exactly once and every relay does some', async () => {
       const table = await createReceivedTable(db, 'received_split');
       const RELAYS = 4;
@@ -93,18 +98,18 @@ describeEachDialect('relay: several relays', (dialect) => {
       expect(byRelay.every((n) => n > 0)).toBe(true);
       expect(byRelay.reduce((a, b) => a + b, 0)).toBe(EVENTS);
       const [labels] = (await db.sequelize.query(
-        `SELECT label, count(*)::int AS n FROM ${table} GROUP BY label ORDER BY label`,
+        `SELECT label, count(*) AS n FROM ${table} GROUP BY label ORDER BY label`,
       )) as [{ label: string; n: number }[], unknown];
-      expect(labels.map((l) => l.n)).toEqual(byRelay);
+      expect(labels.map((l) => Number(l.n))).toEqual(byRelay);
     });
   }
 
-  if (dialect.name === 'postgres') {
+  if (splitsQueue) {
     it("several relays keep each ordering key's events in sequence order", async () => {
       const table = tableName(db, 'received_keys');
       // seq is drawn when the handler's insert runs, so it orders the deliveries.
       await db.sequelize.query(
-        `CREATE TABLE ${table} (seq bigserial PRIMARY KEY, event_id varchar(64) UNIQUE, k varchar(16), n int)`,
+        `CREATE TABLE ${table} (seq ${dialectNamed(dialect.name).sql.ddl.columnType('sequence')}, event_id varchar(64) UNIQUE, k varchar(16), n int)`,
       );
       const KEYS = 6;
       const PER_KEY = 12;
@@ -154,11 +159,11 @@ describeEachDialect('relay: several relays', (dialect) => {
       );
       try {
         await waitFor(async () => {
-          const [rows] = (await db.sequelize.query(`SELECT count(*)::int AS n FROM ${table}`)) as [
+          const [rows] = (await db.sequelize.query(`SELECT count(*) AS n FROM ${table}`)) as [
             { n: number }[],
             unknown,
           ];
-          return rows[0].n === KEYS * PER_KEY;
+          return Number(rows[0].n) === KEYS * PER_KEY;
         }, 'every keyed event to be delivered');
       } finally {
         stop.abort();
@@ -170,7 +175,7 @@ describeEachDialect('relay: several relays', (dialect) => {
         unknown,
       ];
       for (let k = 0; k < KEYS; k++) {
-        expect(rows.filter((r) => r.k === `k${k}`).map((r) => r.n)).toEqual(
+        expect(rows.filter((r) => r.k === `k${k}`).map((r) => Number(r.n))).toEqual(
           Array.from({ length: PER_KEY }, (_, n) => n),
         );
       }

@@ -16,7 +16,7 @@ import { drainOutbox } from '../../testing/drain.js';
 import { describeEachDialect } from '../support/dialects.js';
 import {
   captureLogger,
-  describePostgres,
+  describeSplittingDialects,
   openOutbox,
   rowsOf,
   T0,
@@ -469,7 +469,7 @@ describeEachDialect('relay: deferrals (RetryAfter with counts: false)', (dialect
   });
 });
 
-describePostgres('relay: a deferral meets another relay of its lane', (dialect) => {
+describeSplittingDialects('relay: a deferral meets another relay of its lane', (dialect) => {
   let db: TestDatabase;
   beforeAll(async () => {
     db = await dialect.open();

@@ -5,7 +5,7 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import { ConfigurationError } from '../../src/index.js';
 import type { TestDatabase } from '../../testing/databases.js';
 import { drainOutbox } from '../../testing/index.js';
-import { describeEachDialect } from '../support/dialects.js';
+import { describeEachDialect, isMariadb } from '../support/dialects.js';
 import { killConfig } from './fixtures/kill-config.js';
 import {
   createReceivedTable,
@@ -76,6 +76,7 @@ describeEachDialect('relay: kill -9', (dialect) => {
     const relay = spawnRelay({
       dialect: dialect.name,
       storage,
+      url: isMariadb(dialect.name) ? db.url : undefined,
       schema: db.outboxOptions.schema,
       tablePrefix,
       table,

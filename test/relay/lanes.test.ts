@@ -21,7 +21,7 @@ import { drainOutbox } from '../../testing/drain.js';
 import { describeEachDialect } from '../support/dialects.js';
 import {
   createReceivedTable,
-  describePostgres,
+  describeSplittingDialects,
   freshPrefix,
   openOutbox,
   receivedIds,
@@ -268,7 +268,7 @@ describeEachDialect('relay: lanes', (dialect) => {
   });
 });
 
-describePostgres('relay: lanes meeting on one table', (dialect) => {
+describeSplittingDialects('relay: lanes meeting on one table', (dialect) => {
   let db: TestDatabase;
   beforeAll(async () => {
     db = await dialect.open();

@@ -10,7 +10,7 @@ import {
 } from '../../src/index.js';
 import type { TestDatabase } from '../../testing/databases.js';
 import { describeEachDialect } from '../support/dialects.js';
-import { describePostgres, openOutbox, rowsOf, shortSleep, waitFor } from './support.js';
+import { describeSplittingDialects, openOutbox, rowsOf, shortSleep, waitFor } from './support.js';
 
 const payload = z.object({ n: z.number() });
 const NAMES = [
@@ -141,7 +141,7 @@ describeEachDialect('relay: topics', (dialect) => {
   });
 });
 
-describePostgres('relay: relays of different topics at once', (dialect) => {
+describeSplittingDialects('relay: relays of different topics at once', (dialect) => {
   let db: TestDatabase;
   beforeAll(async () => {
     db = await dialect.open();

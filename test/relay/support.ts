@@ -3,9 +3,10 @@ import { describe, inject } from 'vitest';
 import type { CreateOutboxOptions, Outbox, OutboxConfig, OutboxLogger } from '../../src/index.js';
 import { createOutbox, type Scheduler, silentLogger } from '../../src/index.js';
 import { runtimeOf } from '../../src/runtime.js';
+import { dialectNamed } from '../../src/storage/dialects.js';
 import type { DeliveryRow } from '../../src/storage/store.js';
 import type { TestDatabase } from '../../testing/databases.js';
-import { DIALECTS, type DialectCase } from '../support/dialects.js';
+import { DIALECTS, type DialectCase, dialectAvailable, sqlOf } from '../support/dialects.js';
 
 /** A fixed moment the tests' clocks start at: far from the real clock on purpose. */
 export const T0 = new Date('2031-03-01T12:00:00.000Z');
@@ -106,18 +107,19 @@ export async function createReceivedTable(
   sequelize: Sequelize = db.sequelize,
 ): Promise<string> {
   const table = tableName(db, name);
-  await sequelize.query(
+  await sqlOf(sequelize).run(
     `CREATE TABLE IF NOT EXISTS ${table} (event_id varchar(64) PRIMARY KEY, label varchar(255))`,
+    [],
   );
   return table;
 }
 
 /** The event ids a handler recorded in a side-effect table, sorted. */
 export async function receivedIds(db: TestDatabase, table: string): Promise<string[]> {
-  const [rows] = (await db.sequelize.query(`SELECT event_id FROM ${table} ORDER BY event_id`)) as [
-    { event_id: string }[],
-    unknown,
-  ];
+  const rows = await sqlOf(db.sequelize).select<{ event_id: string }>(
+    `SELECT event_id FROM ${table} ORDER BY event_id`,
+    [],
+  );
   return rows.map((r) => r.event_id);
 }
 
@@ -184,6 +186,25 @@ export async function capturingStatements(
 export function describePostgres(title: string, body: (dialect: DialectCase) => void): void {
   const postgres = DIALECTS.find((d) => d.name === 'postgres')!;
   describe.skipIf(!inject('pgAvailable'))(`${title} [postgres]`, () => body(postgres));
+}
+
+/**
+ * Declare a suite for every dialect whose capabilities split the queue (row locks with SKIP
+ * LOCKED and many writers: PostgreSQL, MariaDB through either driver): several relays or
+ * connections at once on one table. Each is skipped only when its server is down and
+ * skipping is allowed.
+ */
+export function describeSplittingDialects(
+  title: string,
+  body: (dialect: DialectCase) => void,
+): void {
+  for (const dialect of DIALECTS) {
+    const c = dialectNamed(dialect.name).capabilities;
+    if (!c.skipLocked || c.singleWriter) continue;
+    describe.skipIf(!dialectAvailable(dialect.name))(`${title} [${dialect.name}]`, () =>
+      body(dialect),
+    );
+  }
 }
 
 /**

@@ -14,7 +14,7 @@ import type { ClaimToken, OutboxStore } from '../../src/storage/store.js';
 import { whenCommitted } from '../../src/transaction/when-committed.js';
 import { postgresTestSchema, type TestDatabase } from '../../testing/databases.js';
 import { capturingStatements } from '../relay/support.js';
-import { describeEachDialect } from '../support/dialects.js';
+import { describeEachDialect, sqlOf } from '../support/dialects.js';
 
 /**
  * `handleAndAcknowledge`: a handler's work and its row's acknowledgement commit together
@@ -59,7 +59,7 @@ async function fixture(db: TestDatabase, sequelize: Sequelize = db.sequelize): P
   await outbox.migrate();
   const schema = db.outboxOptions.schema;
   const work = schema ? `"${schema}".${p}work` : `${p}work`;
-  await sequelize.query(`CREATE TABLE ${work} (n INTEGER NOT NULL)`);
+  await sqlOf(sequelize).run(`CREATE TABLE ${work} (n INTEGER NOT NULL)`, []);
   const store = runtimeOf(outbox).store;
   return {
     db,
@@ -75,17 +75,17 @@ async function fixture(db: TestDatabase, sequelize: Sequelize = db.sequelize): P
       return (await store.readDeliveries({})).find((r) => r.id === id)?.status;
     },
     async workRows() {
-      const [rows] = (await sequelize.query(`SELECT n FROM ${work} ORDER BY n`)) as [
-        { n: number }[],
-        unknown,
-      ];
+      const rows = await sqlOf(sequelize).select<{ n: number }>(
+        `SELECT n FROM ${work} ORDER BY n`,
+        [],
+      );
       return rows.map((r) => Number(r.n));
     },
   };
 }
 
 const insert = (f: Fixture, n: number, transaction: Transaction) =>
-  f.db.sequelize.query(`INSERT INTO ${f.work} (n) VALUES (${n})`, { transaction });
+  sqlOf(f.db.sequelize).run(`INSERT INTO ${f.work} (n) VALUES (${n})`, [], transaction);
 
 describeEachDialect('a handler transaction', (dialect) => {
   let db: TestDatabase;

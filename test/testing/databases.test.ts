@@ -7,6 +7,7 @@ import { createOutbox, defineOutbox, event, receiver, silentLogger } from '../..
 import {
   assertFired,
   drainOutbox,
+  mariadbUrl,
   postgresUrl,
   type TestDatabase,
   withSearchPath,
@@ -19,6 +20,18 @@ const storageOf = (db: TestDatabase) => db.url.slice('sqlite:'.length);
 /** Whether a test database still exists, asked from outside it. */
 async function exists(db: TestDatabase): Promise<boolean> {
   if (db.dialect === 'sqlite') return existsSync(dirname(storageOf(db)));
+  if (db.dialect === 'mariadb' || db.dialect === 'mysql') {
+    const outside = new Sequelize(mariadbUrl(), { logging: false });
+    try {
+      const rows = await outside.query(
+        'SELECT 1 FROM information_schema.schemata WHERE schema_name = :name',
+        { replacements: { name: new URL(db.url).pathname.slice(1) }, type: QueryTypes.SELECT },
+      );
+      return rows.length === 1;
+    } finally {
+      await outside.close();
+    }
+  }
   const outside = new Sequelize(postgresUrl(), { logging: false });
   try {
     const rows = await outside.query(

@@ -62,6 +62,20 @@ export interface SqlDialect {
   rowsParam<T>(first: number, alias: string, columns: readonly RowColumn<T>[]): string;
   rowsParamCount(columns: readonly RowColumn<unknown>[]): number;
   bindRows<T>(rows: readonly T[], columns: readonly RowColumn<T>[]): unknown[];
+  /**
+   * `insert` (an `INSERT INTO t (…) VALUES …`) skipping a row whose unique key `key`
+   * exists, without an error, so the caller's transaction goes on: PostgreSQL and SQLite
+   * append `ON CONFLICT (key) DO NOTHING`, MariaDB `ON DUPLICATE KEY UPDATE` of a key
+   * column to itself (no `ON CONFLICT`; unlike `INSERT IGNORE`, no other error becomes a
+   * warning). Either way the statement changes 0 rows for a duplicate.
+   */
+  insertSkippingDuplicates(insert: string, key: readonly string[]): string;
+  /**
+   * How many rows the correlated `SELECT 1 FROM …` `rows` finds, counting no further than
+   * `cap`: PostgreSQL and SQLite count a derived table limited to `cap`; MariaDB, which
+   * takes no outer reference inside a derived table, counts them all and caps the count.
+   */
+  countUpTo(rows: string, cap: string): string;
   /** The smaller of two expressions (`LEAST` / two-argument `MIN`). */
   least(a: string, b: string): string;
   /** Bind a list (or NULL, when the filter is off). */

@@ -11,6 +11,7 @@ import type { SqlDialect, SqlRunner } from './dialect.js';
 import {
   MIGRATIONS,
   MIGRATIONS_TABLE,
+  type Migration,
   renderMigration,
   renderTable,
   type SchemaOptions,
@@ -39,6 +40,12 @@ export interface MigrationHost {
    * planner would go on believing that of a table grown large.
    */
   analyze(tables: readonly string[]): readonly string[];
+  /**
+   * The statements of one migration where the dialect writes its schema its own way
+   * (MariaDB: the whole schema at version 1, see mariadb/migration.ts); by default the
+   * shared description rendered with {@link schema}'s DDL spelling.
+   */
+  readonly statementsOf?: ((m: Migration, t: TableNames) => readonly string[]) | undefined;
 }
 
 /**
@@ -53,6 +60,19 @@ export interface MigrationProfile {
   readonly prelude: readonly string[];
   /** The current time as the migrations table's `applied_at` holds it, in SQL. */
   readonly nowSql: string;
+  /** See {@link MigrationHost.statementsOf}. */
+  readonly statementsOf?: ((m: Migration, t: TableNames) => readonly string[]) | undefined;
+  /**
+   * The script's idempotent statement recording `version` as applied, where the dialect
+   * has no `ON CONFLICT` (MariaDB: `INSERT IGNORE`).
+   */
+  readonly recordVersionSql?: ((t: TableNames, version: number) => string) | undefined;
+  /**
+   * How a script's statement is spelled for the database's own client, where it differs
+   * from the text the store runs through its runner (MariaDB: double-quoted identifiers in
+   * backticks, mariadb/runner.ts).
+   */
+  readonly scriptSpelling?: ((sql: string) => string) | undefined;
 }
 
 /** One migration as a script: its version and every statement that applies it. */
@@ -83,14 +103,16 @@ export function renderMigrations(
   t: TableNames,
   applied: ReadonlySet<number> = new Set(),
 ): MigrationScript {
+  const spell = profile.scriptSpelling ?? ((sql: string) => sql);
   return {
-    prelude: [...profile.prelude, renderTable(MIGRATIONS_TABLE, t, profile.schema.ddl)],
+    prelude: [...profile.prelude, renderTable(MIGRATIONS_TABLE, t, profile.schema.ddl)].map(spell),
     steps: MIGRATIONS.filter((m) => !applied.has(m.version)).map((m) => ({
       version: m.version,
       statements: [
-        ...renderMigration(m, t, profile.schema),
-        `INSERT INTO ${t.migrations} (version, applied_at) VALUES (${m.version}, ${profile.nowSql}) ON CONFLICT (version) DO NOTHING`,
-      ],
+        ...(profile.statementsOf?.(m, t) ?? renderMigration(m, t, profile.schema)),
+        profile.recordVersionSql?.(t, m.version) ??
+          `INSERT INTO ${t.migrations} (version, applied_at) VALUES (${m.version}, ${profile.nowSql}) ON CONFLICT (version) DO NOTHING`,
+      ].map(spell),
     })),
   };
 }
@@ -113,7 +135,8 @@ export async function migrate(host: MigrationHost): Promise<void> {
     const created: string[] = [];
     for (const migration of MIGRATIONS) {
       if (done.has(migration.version)) continue;
-      for (const statement of renderMigration(migration, t, host.schema))
+      for (const statement of host.statementsOf?.(migration, t) ??
+        renderMigration(migration, t, host.schema))
         await runner.run(statement, [], transaction);
       await runner.run(
         `INSERT INTO ${t.migrations} (version, applied_at) VALUES ($1, $2)`,

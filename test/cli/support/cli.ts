@@ -4,7 +4,12 @@ import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Sequelize } from 'sequelize';
-import { postgresTestSchema, postgresUrl } from '../../../testing/databases.js';
+import {
+  mariadbTestDatabase,
+  postgresTestSchema,
+  postgresUrl,
+} from '../../../testing/databases.js';
+import { portableSqlOf } from '../../support/dialects.js';
 
 /** The repository root. */
 export const REPO = resolve(dirname(fileURLToPath(import.meta.url)), '../../..');
@@ -109,7 +114,7 @@ export function receivedNumbers(file: string): number[] {
 
 /** A database for a CLI test: the test's own connection, and the flags that point `outbox` at it. */
 export interface CliDatabase {
-  readonly dialect: 'sqlite' | 'postgres';
+  readonly dialect: 'sqlite' | 'postgres' | 'mariadb' | 'mysql';
   /** Spread into `createOutbox(config, { ...db.outboxOptions })`. */
   readonly outboxOptions: { sequelize: Sequelize; schema?: string };
   /** `--url …` (and `--schema …` on PostgreSQL). */
@@ -125,7 +130,21 @@ export interface CliDatabase {
  * Open a fresh database the test and an `outbox` child process share: a SQLite file in a
  * temp folder, or a PostgreSQL schema of its own.
  */
-export async function openCliDatabase(dialect: 'sqlite' | 'postgres'): Promise<CliDatabase> {
+export async function openCliDatabase(
+  dialect: 'sqlite' | 'postgres' | 'mariadb' | 'mysql',
+): Promise<CliDatabase> {
+  if (dialect === 'mariadb' || dialect === 'mysql') {
+    // A database of its own, named in the URL: no --schema (MariaDB has none).
+    const db = await mariadbTestDatabase(dialect);
+    return portableSqlOf({
+      dialect,
+      outboxOptions: db.outboxOptions,
+      args: ['--url', db.url],
+      url: db.url,
+      schemaArgs: [],
+      cleanup: () => db.cleanup(),
+    });
+  }
   if (dialect === 'postgres') {
     const db = await postgresTestSchema();
     return {

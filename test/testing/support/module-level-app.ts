@@ -1,23 +1,28 @@
 import { QueryTypes } from 'sequelize';
-import { afterAll, beforeAll, describe, expect, expectTypeOf, inject, it, vi } from 'vitest';
+import { afterAll, beforeAll, describe, expect, expectTypeOf, it, vi } from 'vitest';
 import type { TestDatabase } from '../../../testing/databases.js';
 import { assertFired, drainOutbox } from '../../../testing/index.js';
-import type { DialectCase } from '../../support/dialects.js';
+import { type DialectCase, dialectAvailable } from '../../support/dialects.js';
 
 type App = typeof import('../../fixtures/harness/app.js');
 
 /** The tables of a test database, read through the helper's own connection. */
 export async function tablesOf(db: TestDatabase): Promise<string[]> {
   const rows =
-    db.dialect === 'postgres'
+    db.dialect === 'mariadb' || db.dialect === 'mysql'
       ? await db.sequelize.query<{ name: string }>(
-          'SELECT table_name AS name FROM information_schema.tables WHERE table_schema = :schema',
-          { replacements: { schema: db.outboxOptions.schema }, type: QueryTypes.SELECT },
-        )
-      : await db.sequelize.query<{ name: string }>(
-          "SELECT name FROM sqlite_master WHERE type = 'table'",
+          'SELECT table_name AS name FROM information_schema.tables WHERE table_schema = DATABASE()',
           { type: QueryTypes.SELECT },
-        );
+        )
+      : db.dialect === 'postgres'
+        ? await db.sequelize.query<{ name: string }>(
+            'SELECT table_name AS name FROM information_schema.tables WHERE table_schema = :schema',
+            { replacements: { schema: db.outboxOptions.schema }, type: QueryTypes.SELECT },
+          )
+        : await db.sequelize.query<{ name: string }>(
+            "SELECT name FROM sqlite_master WHERE type = 'table'",
+            { type: QueryTypes.SELECT },
+          );
   return rows.map((r) => r.name).sort();
 }
 
@@ -28,7 +33,7 @@ export async function tablesOf(db: TestDatabase): Promise<string[]> {
  * imported for the first time.
  */
 export function moduleLevelAppSuite(dialect: DialectCase): void {
-  const skip = dialect.name === 'postgres' && !inject('pgAvailable');
+  const skip = !dialectAvailable(dialect.name);
   describe.skipIf(skip)(
     `an app with module-level models, pointed at a test database by DATABASE_URL [${dialect.name}]`,
     () => {
