@@ -78,6 +78,7 @@ function ddlOf(json: string): DdlDialect {
     phaseColumn: () => [],
     fillfactor: () => undefined,
     dropColumnUnique: () => undefined,
+    addColumnIfNotExists: true,
   };
 }
 

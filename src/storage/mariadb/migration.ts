@@ -23,7 +23,7 @@ import type { Sequelize, Transaction } from 'sequelize';
 import type { SqlDialect, SqlRunner } from '../sql/dialect.js';
 import type { MigrationProfile } from '../sql/migrate.js';
 import { PHASE_OF_STATUS } from '../sql/phase.js';
-import type { Migration } from '../sql/schema.js';
+import { type Migration, renderAddColumn } from '../sql/schema.js';
 import { quoteIdent, type TableNames } from '../tables.js';
 import { KEY_LOCK_SLOTS, keyLocksTable } from './key-locks.js';
 import { backticks } from './runner.js';
@@ -102,11 +102,19 @@ export function mariadbSchema(t: TableNames, d: SqlDialect): string[] {
   ];
 }
 
-/** The statements of one migration on MariaDB: the whole schema at version 1, none after. */
+/**
+ * The statements of one migration on MariaDB: the whole schema at version 1 (PostgreSQL's
+ * after migration 4); after it, only the columns a later migration adds (migration 6's
+ * `events.tenant`), each `ADD COLUMN IF NOT EXISTS`. PostgreSQL's index changes (2-4) and
+ * SQLite's table rebuild (5) have nothing to do here.
+ */
 export function mariadbMigrationStatements(
   d: SqlDialect,
 ): (m: Migration, t: TableNames) => readonly string[] {
-  return (m, t) => (m.version === 1 ? mariadbSchema(t, d) : []);
+  return (m, t) =>
+    m.version === 1
+      ? mariadbSchema(t, d)
+      : (m.addColumns ?? []).map((a) => renderAddColumn(a.table, a.column, t, d.ddl));
 }
 
 /** MariaDB's migrations: the schema of its own above, no single-writer lock table. */
