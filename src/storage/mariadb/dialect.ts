@@ -130,8 +130,7 @@ function dialectOf(name: string, json: string): SqlDialect {
       bindJsonRows(rows, columns),
     ],
     insertSkippingDuplicates: (insert, key) =>
-      `${insert}
-      ON DUPLICATE KEY UPDATE ${key[0]} = ${key[0]}`,
+      `${insert} ON DUPLICATE KEY UPDATE ${key[0]} = ${key[0]}`,
     // `rows` is a `SELECT 1 FROM …`: counted in place, since the derived table a limit
     // needs could not see the outer row.
     countUpTo: (rows, cap) =>

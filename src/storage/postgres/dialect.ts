@@ -77,8 +77,7 @@ export const postgresDialect: SqlDialect = {
   rowsParamCount: (columns) => columns.length,
   bindRows: <T>(rows: readonly T[], columns: readonly RowColumn<T>[]) =>
     columns.map((c) => rows.map((r) => c.value(r))),
-  insertSkippingDuplicates: (insert, key) => `${insert}
-      ON CONFLICT (${key.join(', ')}) DO NOTHING`,
+  insertSkippingDuplicates: (insert, key) => `${insert} ON CONFLICT (${key.join(', ')}) DO NOTHING`,
   countUpTo: (rows, cap) => `(SELECT count(*) FROM (${rows} LIMIT ${cap}) c)`,
   least: (a, b) => `LEAST(${a}, ${b})`,
   list: (values) => (values ? [...values] : null),
