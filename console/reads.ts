@@ -17,7 +17,6 @@
  *   `deliveries_ordering`, one probe per declared receiver. A key whose rows all settled
  *   has nothing holding it and no index names it: it is found by an event's id instead.
  */
-import { QueryTypes } from 'sequelize';
 import type { DeliveryStatus } from '../src/declare/types.js';
 import type { Runtime } from '../src/runtime.js';
 import { toDate, toDateOrNull } from '../src/storage/rows.js';
@@ -55,7 +54,7 @@ export function deadLettersPageSql(t: TableNames, d: SqlDialect, after: boolean)
            e.recorded_at AS event_recorded_at,
            (${behind(t, d, 'h.id', ' ORDER BY h.event_id LIMIT 1')}) AS behind_id,
            (SELECT b.uuid FROM ${t.events} b WHERE b.id = (${next})) AS behind_event_uuid,
-           (SELECT count(*) FROM (${behind(t, d, '1')} LIMIT ${d.param(5, 'integer')}) c) AS behind_count
+           ${d.countUpTo(behind(t, d, '1'), d.param(5, 'integer'))} AS behind_count
     FROM ${t.deliveries} x JOIN ${t.events} e ON e.id = x.event_id
     WHERE ${d.ddl.phase.dead('x')}
       AND (${d.param(1, 'text')} IS NULL OR x.receiver_key = ${d.param(1, 'text')})
@@ -232,7 +231,8 @@ function json(value: unknown): unknown {
 const str = (v: unknown) => (v === null || v === undefined ? null : String(v));
 
 async function select(rt: Runtime, sql: string, bind: unknown[]): Promise<Row[]> {
-  return rt.sequelize.query<Row>(sql, { bind, type: QueryTypes.SELECT });
+  // Through the dialect's runner, which spells the quoted names its way (MariaDB).
+  return rt.dialect.runner(rt.sequelize).select<Row>(sql, bind);
 }
 
 /** Read a dead-letter cursor, `<completedAtMs>.<id>`, or undefined for none or a bad one. */

@@ -92,6 +92,8 @@ describeEachDialect('outbox console', (dialect) => {
     const client = new Client(url);
     expect((await client.signIn(TOKEN)).status).toBe(303);
     const page = await client.get('/events');
+    if (!page.text.includes('test.Ping'))
+      console.log('PROBE', page.status, page.text.replace(/\s+/g, ' ').slice(0, 3000));
     expect(page.text).toContain('test.Ping');
     expect(page.text).toContain('started read-only');
     expect(page.text).not.toContain('/actions/');
