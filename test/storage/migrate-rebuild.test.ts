@@ -36,7 +36,7 @@ describeEachDialect('migration 5 on a filled outbox', (dialect) => {
     if (dialect.name !== 'sqlite') {
       // Nothing but the row recording it applied.
       expect(step5).toHaveLength(1);
-      expect(step5[0]).toMatch(/^INSERT INTO .*migrations/);
+      expect(step5[0]).toMatch(/^INSERT (IGNORE )?INTO .*migrations/);
     }
     await db.sequelize.transaction(async (transaction) => {
       for (const sql of [
