@@ -20,6 +20,15 @@ export const TRANSIENT_ERROR_CODES: ReadonlySet<string> = new Set([
   'ETIMEDOUT',
   'SQLITE_BUSY',
   'SQLITE_LOCKED',
+  // MariaDB and MySQL, as both drivers (mariadb, mysql2) name them in `code`: the server's
+  // deadlock victim (SQLSTATE 40001, errno 1213), a lock wait past
+  // innodb_lock_wait_timeout (1205), a server shutting down, and a connection that went away.
+  'ER_LOCK_DEADLOCK',
+  'ER_LOCK_WAIT_TIMEOUT',
+  'ER_SERVER_SHUTDOWN',
+  'ER_CONNECTION_ALREADY_CLOSED',
+  'ER_SOCKET_UNEXPECTED_CLOSE',
+  'PROTOCOL_CONNECTION_LOST',
 ]);
 
 /**
