@@ -20,7 +20,7 @@ import { runCliInProcess } from './support/in-process.js';
 
 describe('a database URL the registry has no entry for', () => {
   it('is refused, naming every URL start of the registry (and the URL masked)', async () => {
-    const url = 'mysql://app:secret@db:3306/shop';
+    const url = 'oracle://app:secret@db:1521/shop';
     for (const [args, env] of [
       [['migrate', '--check', '-c', PING_CONFIG, '--url', url], {}],
       [['dead', '-c', PING_CONFIG], { DATABASE_URL: url }],
@@ -28,12 +28,12 @@ describe('a database URL the registry has no entry for', () => {
       const refused = await runCliInProcess(args, { env });
       expect(refused.code).toBe(1);
       expect(refused.stderr).toBe(
-        `outbox: the database URL must start with ${listUrlPrefixes()} (got mysql://app:***@db:3306/shop)\n`,
+        `outbox: the database URL must start with ${listUrlPrefixes()} (got oracle://app:***@db:1521/shop)\n`,
       );
       for (const prefix of dialectEntries().flatMap((d) => d.connection.urlPrefixes)) {
         expect(refused.stderr).toContain(prefix);
       }
-      expect(refused.stderr).toContain('postgres://, postgresql:// or sqlite: (got');
+      expect(refused.stderr).toContain('postgres://, postgresql://, sqlite:, mariadb:// or mysql:// (got');
       expect(refused.stderr).not.toContain('secret');
     }
   });
@@ -78,12 +78,12 @@ describe('migrate --print-sql --dialect', () => {
   });
 
   it('refuses any other, listing exactly the registry’s dialects as the choices', async () => {
-    const refused = await runCliInProcess(['migrate', '--print-sql', '--dialect', 'mysql']);
+    const refused = await runCliInProcess(['migrate', '--print-sql', '--dialect', 'oracle']);
     expect(refused.code).toBe(1);
     expect(refused.stderr).toContain(
-      `error: option '--dialect <dialect>' argument 'mysql' is invalid. Allowed choices are ${supportedDialects().join(', ')}.`,
+      `error: option '--dialect <dialect>' argument 'oracle' is invalid. Allowed choices are ${supportedDialects().join(', ')}.`,
     );
-    expect(refused.stderr).toContain('Allowed choices are postgres, sqlite.');
+    expect(refused.stderr).toContain('Allowed choices are postgres, sqlite, mariadb, mysql.');
     const help = await runCliInProcess(['migrate', '--help']);
     expect(help.stdout.replace(/\s+/g, ' ')).toContain(
       `(choices: ${supportedDialects()
@@ -98,7 +98,7 @@ describe('migrate --print-sql --dialect', () => {
     expect(refused.stderr).toBe(
       `outbox: pass --dialect ${supportedDialects().join('|')} (or a database, --url or the config’s sequelize, to take it from)\n`,
     );
-    expect(refused.stderr).toContain('pass --dialect postgres|sqlite (');
+    expect(refused.stderr).toContain('pass --dialect postgres|sqlite|mariadb|mysql (');
   });
 
   it('--schema is refused for a dialect without schemas, naming those that have them', async () => {
