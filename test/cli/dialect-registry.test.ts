@@ -33,7 +33,9 @@ describe('a database URL the registry has no entry for', () => {
       for (const prefix of dialectEntries().flatMap((d) => d.connection.urlPrefixes)) {
         expect(refused.stderr).toContain(prefix);
       }
-      expect(refused.stderr).toContain('postgres://, postgresql://, sqlite:, mariadb:// or mysql:// (got');
+      expect(refused.stderr).toContain(
+        'postgres://, postgresql://, sqlite:, mariadb:// or mysql:// (got',
+      );
       expect(refused.stderr).not.toContain('secret');
     }
   });
