@@ -45,17 +45,7 @@ export async function withOutbox(
 ): Promise<number> {
   const session = await openSession(flags, { mustExist: true }, io);
   try {
-    const status = await schemaStatus(session.db.sequelize, session.tables);
-    if (status.state !== 'current') {
-      const what =
-        status.state === 'missing'
-          ? 'the outbox tables are missing'
-          : `migrations ${status.pending.join(', ')} are pending`;
-      throw new ConfigurationError(
-        `${session.where}: ${what}. Run \`npx outbox migrate\` (with the same database options) first.`,
-        { path: 'url' },
-      );
-    }
+    await requireMigrated(session);
     const outbox = createOutbox(session.loaded.config, {
       sequelize: session.db.sequelize,
       schema: flags.schema,
@@ -80,6 +70,25 @@ export async function withOutbox(
  * dialect's capabilities say, see `wakeupRefusal`); else none, and the relay polls. A
  * dialect outboxkit has no entry for gets none: `createOutbox` refuses it by name.
  */
+/**
+ * Refuse, naming the database and the fix, unless the outbox tables exist with every
+ * migration applied: an operation (or the console) on a database behind would fail on a
+ * missing table or column halfway through.
+ */
+export async function requireMigrated(session: Session): Promise<void> {
+  const status = await schemaStatus(session.db.sequelize, session.tables);
+  if (status.state !== 'current') {
+    const what =
+      status.state === 'missing'
+        ? 'the outbox tables are missing'
+        : `migrations ${status.pending.join(', ')} are pending`;
+    throw new ConfigurationError(
+      `${session.where}: ${what}. Run \`npx outbox migrate\` (with the same database options) first.`,
+      { path: 'url' },
+    );
+  }
+}
+
 export async function relayWakeup(session: Session): Promise<OutboxWakeup | null> {
   const { listenNotifyWakeup } = await import('../src/wakeups/listen-notify.js');
   const wakeup = listenNotifyWakeup();

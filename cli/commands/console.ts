@@ -19,9 +19,8 @@ import { createOutbox } from '../../src/outbox.js';
 import { EXIT } from '../exit-codes.js';
 import { type CliIo, onStopRequest } from '../io.js';
 import type { CliOutput } from '../log-format.js';
-import { relayWakeup } from '../operation.js';
+import { relayWakeup, requireMigrated } from '../operation.js';
 import { type ConnectionFlags, connectionOptions, integer } from '../options.js';
-import { schemaStatus } from '../schema-status.js';
 import { openSession } from '../session.js';
 
 /** The default `--port`. */
@@ -107,17 +106,7 @@ export async function consoleServe(
   }
   const session = await openSession(flags, { mustExist: true }, io);
   try {
-    const status = await schemaStatus(session.db.sequelize, session.tables);
-    if (status.state !== 'current') {
-      const what =
-        status.state === 'missing'
-          ? 'the outbox tables are missing'
-          : `migrations ${status.pending.join(', ')} are pending`;
-      throw new ConfigurationError(
-        `${session.where}: ${what}. Run \`npx outbox migrate\` (with the same database options) first.`,
-        { path: 'url' },
-      );
-    }
+    await requireMigrated(session);
     const outbox = createOutbox(session.loaded.config, {
       sequelize: session.db.sequelize,
       schema: flags.schema,

@@ -10,7 +10,6 @@ import { type EventSelector, eventsInKeyOrder, REOPEN_COLUMNS } from '../sql/ope
 import type { PruneHost } from '../sql/prune.js';
 import { SqlStore } from '../sql/sql-store.js';
 import type {
-  CancelScope,
   ClaimedDelivery,
   ClaimOptions,
   ClaimToken,
@@ -270,25 +269,8 @@ export class MariadbStore extends SqlStore {
   }
 
   /** The shared cancel, its UPDATE joined to its events (statements.ts `cancel`). */
-  override async cancelDeliveries(
-    scope: CancelScope,
-    completedAt: Date,
-    transaction: Transaction,
-  ): Promise<{ cancelled: number; inFlight: number }> {
-    if (scope.eventSequences.length === 0 || scope.deliveryIds?.length === 0)
-      return { cancelled: 0, inFlight: 0 };
-    const bind = [
-      this.d.list(scope.eventSequences, 'bigint'),
-      scope.receiverKey ?? null,
-      this.d.list(scope.deliveryIds ?? null, 'bigint'),
-    ];
-    const cancelled = await this.runner.exec(
-      this.#sql.cancel,
-      [...bind, this.d.value(completedAt, 'timestamp')],
-      transaction,
-    );
-    const [claimed] = await this.runner.select(this.ops.countClaimed, bind, transaction);
-    return { cancelled, inFlight: Number(claimed?.n ?? 0) };
+  protected override get cancelSql(): string {
+    return this.#sql.cancel;
   }
 
   /** The shared requeue, joined to its ids (statements.ts `requeue`). */

@@ -374,6 +374,14 @@ export abstract class SqlStore implements OutboxStore {
     }));
   }
 
+  /**
+   * The UPDATE that cancels a scope's owed rows (sql/operations.ts `cancel`); a dialect whose
+   * server plans the shared form badly gives its own (MariaDB: joined to its lists).
+   */
+  protected get cancelSql(): string {
+    return this.ops.cancel;
+  }
+
   async cancelDeliveries(
     scope: CancelScope,
     completedAt: Date,
@@ -387,7 +395,7 @@ export abstract class SqlStore implements OutboxStore {
       this.d.list(scope.deliveryIds ?? null, 'bigint'),
     ];
     const cancelled = await this.runner.exec(
-      this.ops.cancel,
+      this.cancelSql,
       [...bind, this.d.value(completedAt, 'timestamp')],
       transaction,
     );
