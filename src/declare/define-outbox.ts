@@ -2,8 +2,10 @@ import { z } from 'zod';
 import { ConfigurationError } from '../errors/outbox-error.js';
 import {
   type CaptureDefinition,
+  type ChangeSink,
   captureEvents,
   isCaptureDefinition,
+  isChangeSink,
   type ResolvedCapture,
   resolveCapture,
 } from './capture.js';
@@ -55,6 +57,21 @@ export interface OutboxConfigInput<E extends Record<string, EventDefinition>> {
    * { ... })`); their topics become declared events of this config.
    */
   readonly capture?: readonly CaptureDefinition[];
+  /**
+   * Change sinks every capture of this outbox hands its changes to (the topic-outbox
+   * reference's `Meta.change_capture` declared once on an abstract base model, which gives
+   * every model built on it one sink): an audit trail of every captured model, declared
+   * once rather than on each `capture(Model, { sink })`.
+   *
+   * Called in the order listed, BEFORE each capture's own `sink`s (the general before the
+   * particular, as a base model's capture before a model's own), once per captured
+   * statement, in the write's transaction, after the capture's events; a throw aborts the
+   * write, as a capture's own sink does. Each capture's changes follow its own
+   * `fields`/`exclude` and `payload`. A capture with `outbox: false` needs no sink of its
+   * own when one is listed here. Listing a sink here and in a capture's `sink` is refused
+   * (it would be handed each change twice), and so are sinks with no capture to feed.
+   */
+  readonly sinks?: readonly ChangeSink[];
 }
 
 /** One declared event, resolved (declared in event.ts, where capture.ts can read it too). */
@@ -376,7 +393,7 @@ function nestedKind(path: readonly PropertyKey[]): string | undefined {
 const KNOWN_KEYS: Record<string, readonly string[]> = {
   backoff: ['baseSeconds', 'capSeconds'],
   duration: ['days', 'hours', 'minutes', 'seconds', 'milliseconds'],
-  root: ['events', 'receivers', 'settings', 'capture'],
+  root: ['events', 'receivers', 'settings', 'capture', 'sinks'],
   settings: Object.keys(settingsSchema.shape),
   event: Object.keys(eventOptionsSchema.shape),
   receiver: Object.keys(receiverOptionsSchema.shape),
@@ -469,8 +486,13 @@ export function defineOutbox<const E extends Record<string, EventDefinition>>(
         capture: z
           .array(z.unknown(), { error: 'must be an array of capture(Model, { ... })' })
           .optional(),
+        sinks: z
+          .array(z.unknown(), {
+            error: 'must be an array of ChangeSink ({ name, write(changes, context) })',
+          })
+          .optional(),
       },
-      { error: 'must be an object { events, receivers?, settings?, capture? }' },
+      { error: 'must be an object { events, receivers?, settings?, capture?, sinks? }' },
     )
     .safeParse(input, { reportInput: true });
   if (!root.success) raise(root.error.issues, [], 'root');
@@ -527,7 +549,7 @@ export function defineOutbox<const E extends Record<string, EventDefinition>>(
     byDefinition.set(definition, name);
   }
 
-  const captures = resolveCaptures(input.capture ?? [], events);
+  const captures = resolveCaptures(input.capture ?? [], events, outboxSinks(input));
   captures.forEach((c, i) => {
     if (c.tenant !== undefined && settings.tenancy !== 'column') {
       throw configError(
@@ -644,12 +666,45 @@ function silencedRoute(event: ResolvedEvent): EventRoute {
 }
 
 /**
+ * The outbox-wide change sinks (`defineOutbox({ sinks })`), checked: each a ChangeSink,
+ * each once, and at least one capture to feed them.
+ */
+function outboxSinks(input: OutboxConfigInput<Record<string, EventDefinition>>): ChangeSink[] {
+  const sinks = input.sinks ?? [];
+  const names = new Set<string>();
+  sinks.forEach((sink, i) => {
+    if (!isChangeSink(sink)) {
+      throw configError(
+        ['sinks', i],
+        `must be a ChangeSink ({ name, write(changes, context) }) (got ${describe(sink)})`,
+      );
+    }
+    if (names.has(sink.name)) {
+      throw configError(
+        ['sinks', i],
+        `is a second sink named "${sink.name}"; list each sink once, under a name of its own`,
+      );
+    }
+    names.add(sink.name);
+  });
+  if (sinks.length > 0 && (input.capture ?? []).length === 0) {
+    throw configError(
+      ['sinks'],
+      `lists ${sinks.map((s) => `"${s.name}"`).join(', ')}, but no model is captured: a sink is handed the changes of the captures (declare capture: [capture(Model, { ... })])`,
+    );
+  }
+  return [...sinks];
+}
+
+/**
  * Resolve the captures and declare their topics as events (in `events`), refusing a model
- * captured twice and a topic that is already an event's name.
+ * captured twice and a topic that is already an event's name. Each capture's sinks become
+ * the outbox-wide ones, then its own.
  */
 function resolveCaptures(
   list: readonly CaptureDefinition[],
   events: Map<string, ResolvedEvent>,
+  outboxWide: readonly ChangeSink[],
 ): ResolvedCapture[] {
   const seen = new Set<unknown>();
   return list.map((definition, i) => {
@@ -667,7 +722,22 @@ function resolveCaptures(
       );
     }
     seen.add(definition.model);
-    const resolved = resolveCapture(definition);
+    const own = resolveCapture(definition);
+    const twice = own.sinks.find((sink) => outboxWide.includes(sink));
+    if (twice) {
+      throw configError(
+        [...path, 'sink'],
+        `of ${definition.model.name} lists the sink "${twice.name}", which defineOutbox({ sinks }) already hands every capture's changes to; drop it from one of the two`,
+      );
+    }
+    const sinks = outboxWide.length === 0 ? own.sinks : [...outboxWide, ...own.sinks];
+    if (!own.toOutbox && sinks.length === 0) {
+      throw configError(
+        [...path, 'outbox'],
+        `of ${definition.model.name} is false and no sink is given (its sink, or defineOutbox({ sinks })): the capture would write nothing`,
+      );
+    }
+    const resolved: ResolvedCapture = sinks === own.sinks ? own : { ...own, sinks };
     for (const event of captureEvents(resolved)) {
       if (events.has(event.name)) {
         throw configError(
