@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { BUILTIN_CODECS, type PayloadCodec } from '../codec/payload-codec.js';
 import { ConfigurationError } from '../errors/outbox-error.js';
 import {
   type CaptureDefinition,
@@ -52,6 +53,19 @@ export interface OutboxConfigInput<E extends Record<string, EventDefinition>> {
   readonly receivers?: Record<string, ReceiverDefinition<never>>;
   /** Outbox-wide tuning. */
   readonly settings?: OutboxSettings;
+  /**
+   * Payload codecs of your own ({@link PayloadCodec}), which events then name
+   * (`event({ codec: 'mine' })`, `settings.codec`) beside the built-in `json` and
+   * `superjson`.
+   *
+   * Declared on the outbox, not handed to an event, because a row is decoded by the codec
+   * name it recorded (its `outbox-codec` header), not by today's declaration: a codec
+   * listed here stays known to every process that loads the config — the relay, `replay`,
+   * `assertFired` — also after the last event naming it moved to another codec, so the
+   * rows it wrote keep decoding. Keep it listed while such rows may be read. Each name once,
+   * and none of the built-in ones.
+   */
+  readonly codecs?: readonly PayloadCodec[];
   /**
    * Sequelize models whose every ORM write writes an event per changed row (`capture(Model,
    * { ... })`); their topics become declared events of this config.
@@ -171,6 +185,12 @@ export interface OutboxConfig<
   readonly settings: ResolvedSettings;
   /** Every declared change capture, resolved, in declaration order. */
   readonly captures: readonly ResolvedCapture[];
+  /**
+   * Every payload codec this outbox knows, by name: the built-in `json` and `superjson`,
+   * then those declared in `codecs`. What a stored row's `outbox-codec` header is looked
+   * up in.
+   */
+  readonly codecs: ReadonlyMap<string, PayloadCodec>;
   /** The route of a declared event, or undefined for a name never declared. */
   route(name: string): EventRoute | undefined;
   /** The receiver with this key, or undefined. */
@@ -202,7 +222,13 @@ const backoffSchema = z.strictObject({
   capSeconds: positiveNumber('a number of seconds > 0').optional(),
 });
 
-const codecSchema = z.enum(['json', 'superjson'], { error: 'must be "json" or "superjson"' });
+// A name here; whether a codec of the outbox has it is checked once the codecs are known.
+const codecSchema = z.string({
+  error: 'must be a codec name: "json", "superjson" or one declared in defineOutbox({ codecs })',
+});
+
+/** What a codec of the app's is named: it goes into a header and the catalogue. */
+const CODEC_NAME = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$/;
 
 const settingsSchema = z.strictObject({
   codec: codecSchema.optional(),
@@ -393,7 +419,7 @@ function nestedKind(path: readonly PropertyKey[]): string | undefined {
 const KNOWN_KEYS: Record<string, readonly string[]> = {
   backoff: ['baseSeconds', 'capSeconds'],
   duration: ['days', 'hours', 'minutes', 'seconds', 'milliseconds'],
-  root: ['events', 'receivers', 'settings', 'capture', 'sinks'],
+  root: ['events', 'receivers', 'settings', 'capture', 'sinks', 'codecs'],
   settings: Object.keys(settingsSchema.shape),
   event: Object.keys(eventOptionsSchema.shape),
   receiver: Object.keys(receiverOptionsSchema.shape),
@@ -491,8 +517,15 @@ export function defineOutbox<const E extends Record<string, EventDefinition>>(
             error: 'must be an array of ChangeSink ({ name, write(changes, context) })',
           })
           .optional(),
+        codecs: z
+          .array(z.unknown(), {
+            error: 'must be an array of PayloadCodec ({ name, encode, decode })',
+          })
+          .optional(),
       },
-      { error: 'must be an object { events, receivers?, settings?, capture?, sinks? }' },
+      {
+        error: 'must be an object { events, receivers?, settings?, capture?, sinks?, codecs? }',
+      },
     )
     .safeParse(input, { reportInput: true });
   if (!root.success) raise(root.error.issues, [], 'root');
@@ -511,6 +544,8 @@ export function defineOutbox<const E extends Record<string, EventDefinition>>(
       `must be ≥ settings.backoff.baseSeconds (${settings.backoff.baseSeconds})`,
     );
   }
+  const codecs = resolveCodecs(input.codecs ?? []);
+  checkCodecName(codecs, settings.codec, ['settings', 'codec']);
 
   const events = new Map<string, ResolvedEvent>();
   const byDefinition = new Map<EventDefinition, string>();
@@ -535,7 +570,11 @@ export function defineOutbox<const E extends Record<string, EventDefinition>>(
     const parsed = eventOptionsSchema.safeParse(rawEventOptions(definition), { reportInput: true });
     if (!parsed.success) raise(parsed.error.issues, path, 'event');
     const codec = definition.codec ?? settings.codec;
-    const problem = findUnroundtrippable(definition.schema, [], codec);
+    if (definition.codec !== undefined) checkCodecName(codecs, codec, [...path, 'codec']);
+    // A codec of the app's carries what it carries: fire() checks its round trip.
+    const problem = BUILTIN_CODECS.has(codec)
+      ? findUnroundtrippable(definition.schema, [], codec)
+      : undefined;
     if (problem) throw configError([...path, 'schema', ...problem.path], problem.message);
     events.set(name, {
       name,
@@ -646,9 +685,66 @@ export function defineOutbox<const E extends Record<string, EventDefinition>>(
     ].sort(),
     settings,
     captures,
+    codecs,
     route: (name: string) => routes.get(name),
     receiver: (key: string) => byKey.get(key),
   });
+}
+
+/**
+ * The outbox's codecs by name: the built-in ones, then the declared ones (each a
+ * PayloadCodec, named once, none by a built-in name).
+ */
+function resolveCodecs(declared: readonly PayloadCodec[]): ReadonlyMap<string, PayloadCodec> {
+  const codecs = new Map(BUILTIN_CODECS);
+  declared.forEach((codec, i) => {
+    const path = ['codecs', i];
+    const c = codec as Partial<PayloadCodec> | null;
+    if (
+      typeof c !== 'object' ||
+      c === null ||
+      typeof c.encode !== 'function' ||
+      typeof c.decode !== 'function' ||
+      (c.bodySchema !== undefined && typeof c.bodySchema !== 'function')
+    ) {
+      throw configError(
+        path,
+        `must be a PayloadCodec ({ name, encode(payload, root), decode(stored), bodySchema? }) (got ${describe(codec)})`,
+      );
+    }
+    if (typeof c.name !== 'string' || !CODEC_NAME.test(c.name)) {
+      throw configError(
+        [...path, 'name'],
+        `must be a codec name: 1 to 100 letters, digits and _ . - (got ${describe(c.name)}); it is written on every row the codec encodes`,
+      );
+    }
+    const taken = codecs.get(c.name);
+    if (taken !== undefined) {
+      throw configError(
+        [...path, 'name'],
+        BUILTIN_CODECS.has(c.name)
+          ? `is "${c.name}", the name of a built-in codec; name yours otherwise (rows record the name, and "${c.name}" rows must decode as ${c.name})`
+          : `is "${c.name}", which codecs[${declared.indexOf(taken)}] is named already; every codec needs a name of its own (rows record it)`,
+      );
+    }
+    codecs.set(c.name, codec);
+  });
+  return codecs;
+}
+
+/** Refuse a codec name no codec of the outbox has, naming those it has. */
+function checkCodecName(
+  codecs: ReadonlyMap<string, PayloadCodec>,
+  name: string,
+  path: PropertyKey[],
+): void {
+  if (codecs.has(name)) return;
+  const known = [...codecs.keys()].map((n) => `"${n}"`).join(', ');
+  const hint = closestName(name, [...codecs.keys()]);
+  throw configError(
+    path,
+    `names the codec "${name}", which this outbox does not have${hint ? ` — did you mean "${hint}"?` : ''} (it has ${known}); declare a codec of your own in defineOutbox({ codecs: [...] })`,
+  );
 }
 
 /** The route of an event owed to no receiver: what a `suppressed()` block leaves of it. */

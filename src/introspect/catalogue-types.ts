@@ -63,11 +63,12 @@ export interface CatalogueEvent {
   readonly migratesOlderRows: boolean;
   /**
    * The payload codec its rows are written with (`event({ codec })`, else
-   * `settings.codec`): `'json'`, or `'superjson'` — whose message bodies are superjson's
-   * `{ json, meta }` document, so a consumer must decode them with superjson. A catalogue
-   * written before codecs existed has none, which reads as `'json'`.
+   * `settings.codec`): `'json'`, `'superjson'` — whose message bodies are superjson's
+   * `{ json, meta }` document, so a consumer must decode them with superjson — or the
+   * name of a codec of the app's (`defineOutbox({ codecs })`). A catalogue written before
+   * codecs existed has none, which reads as `'json'`.
    */
-  readonly codec: 'json' | 'superjson';
+  readonly codec: string;
   /**
    * The payload's fields, flattened (`items`, `items[].sku`) and sorted by path, so a diff
    * can name the one field that changed at any depth.

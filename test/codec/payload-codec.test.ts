@@ -222,9 +222,14 @@ describe('payload codecs: declaring them', () => {
       defineOutbox({
         events: { 'a.A': event({ schema: z.object({}), codec: 'msgpack' as never }) },
       }),
-    ).toThrow(/codec must be "json" or "superjson"/);
-    expect(() => defineOutbox({ events: {}, settings: { codec: 'yaml' as never } })).toThrow(
-      /settings\.codec must be "json" or "superjson"/,
+    ).toThrow(
+      /codec names the codec "msgpack", which this outbox does not have \(it has "json", "superjson"\)/,
+    );
+    expect(() => defineOutbox({ events: {}, settings: { codec: 'yaml' } })).toThrow(
+      /settings\.codec names the codec "yaml", which this outbox does not have/,
+    );
+    expect(() => defineOutbox({ events: {}, settings: { codec: 3 as never } })).toThrow(
+      /settings\.codec must be a codec name: "json", "superjson" or one declared in defineOutbox\(\{ codecs \}\)/,
     );
   });
 
@@ -254,7 +259,7 @@ describe('payload codecs: declaring them', () => {
     expect(diffCatalogues(old, before).breaking).toEqual([]);
   });
 
-  it('a row naming a codec this version does not know is a PayloadDecodeError naming it', () => {
+  it('a row naming a codec this outbox does not know is a PayloadDecodeError naming it', () => {
     const config = defineOutbox({ events: { 'a.A': event({ schema: z.object({}) }) } });
     const stored = {
       sequence: '1',
@@ -266,7 +271,7 @@ describe('payload codecs: declaring them', () => {
     } as unknown as StoredEvent;
     expect(() => decodeEvent(config, stored)).toThrow(PayloadDecodeError);
     expect(() => decodeEvent(config, stored)).toThrow(
-      /was written with codec "msgpack", which this version of outboxkit does not know/,
+      /was written with codec "msgpack", which this outbox does not know \(it knows "json", "superjson"\)/,
     );
     expect(() =>
       decodeEvent(config, { ...stored, headers: '{"outbox-codec":"superjson"}' }),
