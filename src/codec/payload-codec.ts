@@ -87,7 +87,9 @@ export interface PayloadCodec {
    * a consumer receives: `getBody(event)`), published as the event's `schema` and `fields`
    * in the catalogue and as its message payload in the AsyncAPI document. Optional: a codec
    * without it is published as an opaque body (`{}`, no fields), since only the codec knows
-   * the shape of what it writes. `z.toJSONSchema(schema, { io: 'input' })` is a start.
+   * the shape of what it writes. `z.toJSONSchema(schema, { io: 'input' })` is a start. The
+   * built-in codecs have none: the catalogue describes their bodies itself
+   * (src/introspect/body-schema.ts).
    */
   bodySchema?(schema: z.ZodType): JsonSchemaObject;
 }

@@ -945,13 +945,17 @@ function findUnroundtrippable(
   schema: z.ZodType,
   path: PropertyKey[],
   codec: PayloadCodecName,
+  // The schemas already checked: a recursive one (a getter naming itself) is checked once.
+  seen: Set<z.ZodType> = new Set(),
 ): { path: PropertyKey[]; message: string } | undefined {
+  if (seen.has(schema)) return undefined;
+  seen.add(schema);
   const def = (schema as unknown as { _zod: { def: Record<string, unknown> & { type: string } } })
     ._zod.def;
   // superjson brings a Date, a bigint, a Map and a Set back as themselves.
   if (codec === 'superjson' && ['date', 'bigint', 'map', 'set'].includes(def.type)) {
     return def.type === 'map' || def.type === 'set'
-      ? findUnroundtrippable(def.valueType as z.ZodType, [...path, 'value'], codec)
+      ? findUnroundtrippable(def.valueType as z.ZodType, [...path, 'value'], codec, seen)
       : undefined;
   }
   switch (def.type) {
@@ -984,14 +988,14 @@ function findUnroundtrippable(
       };
     case 'object':
       for (const [key, child] of Object.entries(def.shape as Record<string, z.ZodType>)) {
-        const found = findUnroundtrippable(child, [...path, key], codec);
+        const found = findUnroundtrippable(child, [...path, key], codec, seen);
         if (found) return found;
       }
       return undefined;
     case 'array':
-      return findUnroundtrippable(def.element as z.ZodType, [...path, 'element'], codec);
+      return findUnroundtrippable(def.element as z.ZodType, [...path, 'element'], codec, seen);
     case 'record':
-      return findUnroundtrippable(def.valueType as z.ZodType, [...path, 'value'], codec);
+      return findUnroundtrippable(def.valueType as z.ZodType, [...path, 'value'], codec, seen);
     case 'optional':
     case 'nullable':
     case 'default':
@@ -999,10 +1003,10 @@ function findUnroundtrippable(
     case 'readonly':
     case 'nonoptional':
     case 'catch':
-      return findUnroundtrippable(def.innerType as z.ZodType, path, codec);
+      return findUnroundtrippable(def.innerType as z.ZodType, path, codec, seen);
     case 'union':
       for (const option of def.options as z.ZodType[]) {
-        const found = findUnroundtrippable(option, path, codec);
+        const found = findUnroundtrippable(option, path, codec, seen);
         if (found) return found;
       }
       return undefined;

@@ -248,9 +248,13 @@ describe('payload codecs: declaring them', () => {
       ['shop.Rich', 'superjson'],
     ]);
     const diff = diffCatalogues(before, after);
+    // The body's shape changes with it: the payload's fields move under superjson's `json`.
     expect(diff.breaking.map((c) => [c.kind, c.event])).toEqual([
       ['event-codec-changed', 'shop.Rich'],
+      ['field-added', 'shop.Rich'],
+      ['field-removed', 'shop.Rich'],
     ]);
+    expect(after.events[1].fields.map((f) => f.name)).toEqual(['json', 'json.n', 'meta']);
     // A catalogue written before codecs existed reads as json: no change for a json event.
     const old = {
       ...before,
