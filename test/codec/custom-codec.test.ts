@@ -14,6 +14,7 @@ import {
 } from '../../src/index.js';
 import { runtimeOf } from '../../src/runtime.js';
 import type { TestDatabase } from '../../testing/databases.js';
+import { assertFired } from '../../testing/index.js';
 import { freshPrefix, openOutbox, rowsOf } from '../relay/support.js';
 import { describeEachDialect } from '../support/dialects.js';
 
@@ -107,6 +108,8 @@ describeEachDialect(
       const payload = seen[0].payload as ReturnType<typeof bookedPayload>;
       expect(payload.at).toBeInstanceOf(Date);
       expect(payload).toEqual(bookedPayload());
+      // assertFired reads through the same decoder, with the same codec.
+      expect(await assertFired(outbox, 'venue.Booked', { times: 1 })).toEqual([bookedPayload()]);
       await outbox.close();
     });
 
