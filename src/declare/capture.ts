@@ -160,6 +160,9 @@ export interface ChangeSinkContext {
  * has them). A sink of something outside the database (an HTTP search index) belongs in a
  * durable receiver of the captured topics instead: it would be written even when the
  * transaction then rolls back.
+ *
+ * Given per capture (`capture(Model, { sink })`), or once for every capture of the outbox
+ * (`defineOutbox({ sinks })`, called first).
  */
 export interface ChangeSink {
   /** A name for errors and logs. */
