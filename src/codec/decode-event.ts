@@ -102,7 +102,7 @@ export function decodeEvent(config: OutboxConfig, stored: StoredEvent): OutboxEv
     tenant: stored.tenant,
   };
   // getBody(event) re-encodes with the codec of the app's the event was read with.
-  if (codec) rememberCodec(event, codec);
+  if (codec) rememberCodec(headers, codec);
   return event;
 }
 

@@ -204,19 +204,24 @@ export function codecOfHeaders(
 }
 
 /**
- * The codec of the app's each decoded event was read with (see {@link rememberCodec}):
+ * The codec of the app's each event's headers name (see {@link rememberCodec}):
  * `getBody(event)` has only the event, and re-encodes its payload with the codec its
  * header names — a built-in one by name, any other by this record. Keyed weakly by the
- * event object, so it holds nothing once the event is gone.
+ * event's HEADERS OBJECT, which `fire()` makes when it adds the codec's header and the
+ * decoder makes when it reads a row, and which every copy of the event (`{ ...event }`)
+ * shares; it holds nothing once the event is gone.
  */
-const DECODED_WITH = new WeakMap<object, PayloadCodec>();
+const WRITTEN_WITH = new WeakMap<object, PayloadCodec>();
 
-/** Record that `event` was decoded with `codec` (a codec of the app's; built-ins go by name). */
-export function rememberCodec(event: object, codec: PayloadCodec): void {
-  if (BUILTIN_CODECS.get(codec.name) !== codec) DECODED_WITH.set(event, codec);
+/**
+ * Record that the event whose `headers` these are is written with `codec` (a codec of the
+ * app's; built-ins go by name).
+ */
+export function rememberCodec(headers: object, codec: PayloadCodec): void {
+  if (BUILTIN_CODECS.get(codec.name) !== codec) WRITTEN_WITH.set(headers, codec);
 }
 
-/** The codec of the app's `event` was decoded with, if {@link rememberCodec} recorded one. */
-export function rememberedCodec(event: object): PayloadCodec | undefined {
-  return DECODED_WITH.get(event);
+/** The codec of the app's {@link rememberCodec} recorded for an event's `headers`, if any. */
+export function rememberedCodec(headers: object): PayloadCodec | undefined {
+  return WRITTEN_WITH.get(headers);
 }

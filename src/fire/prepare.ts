@@ -1,6 +1,11 @@
 import type { ZodType } from 'zod';
 import type { EncodedJson } from '../codec/json.js';
-import { CODEC_HEADER, jsonCodec, type PayloadCodec } from '../codec/payload-codec.js';
+import {
+  CODEC_HEADER,
+  jsonCodec,
+  type PayloadCodec,
+  rememberCodec,
+} from '../codec/payload-codec.js';
 import { closestName, formatConfigPath } from '../declare/config-path.js';
 import type { OutboxConfig } from '../declare/define-outbox.js';
 import type { JsonValue } from '../declare/types.js';
@@ -117,7 +122,10 @@ function prepareEvent(
     }
   }
   // A row written by another codec than json says which (see src/codec/payload-codec.ts).
-  if (codec !== jsonCodec) headers = { ...headers, [CODEC_HEADER]: codec.name };
+  if (codec !== jsonCodec) {
+    headers = { ...headers, [CODEC_HEADER]: codec.name };
+    rememberCodec(headers, codec); // so getBody(firedEvent) encodes with it
+  }
   const tenant = tenantOf(config, message, frame, where);
   checkKey(message.idempotencyKey, 'idempotencyKey', where, tenant);
   checkKey(message.orderingKey, 'orderingKey', where, tenant);

@@ -44,17 +44,17 @@ export const TENANT_HEADER = 'outbox-tenant';
  * `SuperJSON.deserialize` it; a codec of the app's writes its own document), else the
  * JSON codec.
  *
- * A codec of the app's is the one the outbox decoded the event with (the relay hands
- * transports events it decoded); an event naming one that was not decoded by an outbox
- * declaring it (one built by hand) is refused rather than sent as JSON.
+ * A codec of the app's is the one the outbox fired or decoded the event with (the relay
+ * hands transports events it decoded); an event naming one that no outbox declaring it
+ * made (one built by hand) is refused rather than sent as JSON.
  *
  * @throws {ConfigurationError} for an event whose header names a codec not known here.
  */
 export function getBody(event: OutboxEvent): string {
-  const codec = codecOfHeaders(event.headers) ?? rememberedCodec(event);
+  const codec = codecOfHeaders(event.headers) ?? rememberedCodec(event.headers);
   if (codec === undefined) {
     throw new ConfigurationError(
-      `getBody: event ${event.name} (${event.id}) was written with the codec ${JSON.stringify(event.headers[CODEC_HEADER])}, which is no built-in codec, and this event was not decoded by an outbox declaring it (defineOutbox({ codecs })); pass the event the outbox decoded`,
+      `getBody: event ${event.name} (${event.id}) was written with the codec ${JSON.stringify(event.headers[CODEC_HEADER])}, which is no built-in codec, and no outbox declaring it (defineOutbox({ codecs })) fired or decoded this event; pass the event the outbox handed you`,
     );
   }
   return codec !== jsonCodec
