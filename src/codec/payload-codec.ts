@@ -55,8 +55,8 @@ export type JsonSchemaObject = Readonly<Record<string, unknown>>;
  * encodes (the `outbox-codec` header), so renaming a codec strands its rows: keep the old
  * name declared as long as rows written with it may be read (retention, replay).
  *
- * What a message body a transport sends is made of: `getBody(event)` is `encode(payload)`,
- * so a consumer reads the codec's document (and the `outbox-codec` header says which).
+ * A transport's message body is the codec's document too (`getBody(event)` is
+ * `encode(payload)`), and the `outbox-codec` header tells the consumer which codec wrote it.
  */
 export interface PayloadCodec {
   /**
