@@ -36,6 +36,7 @@
  * Deterministic: channels, messages and operations sorted, no timestamps, so the document
  * can be committed and a diff shows only real changes.
  */
+import { CODEC_HEADER } from '../src/codec/payload-codec.js';
 import {
   type Catalogue,
   type CatalogueEvent,
@@ -223,12 +224,21 @@ function messageDescription(event: CatalogueEvent): string {
         ? `kept ${formatDuration(event.retentionSeconds)}`
         : 'kept for settings.retentionDays';
   return [
-    `Payload version ${event.version}: the payload's JSON as the body.`,
+    `Payload version ${event.version}: ${bodyDescription(event.codec ?? 'json')}`,
     event.migratesOlderRows
       ? 'Rows of older versions are upgraded when read (event({ upgrade })).'
       : 'Rows of older versions are read as they are.',
     `Recorded events are ${retention}.`,
   ].join(' ');
+}
+
+/** What an event's body is, by its codec (the payload schema above describes it). */
+function bodyDescription(codec: string): string {
+  if (codec === 'json') return "the payload's JSON as the body.";
+  if (codec === 'superjson') {
+    return "the body is superjson's document { json, meta } (header outbox-codec: superjson): json holds the payload as JSON, meta the types SuperJSON.deserialize restores.";
+  }
+  return `the body is the document the payload codec "${codec}" writes (header outbox-codec: ${codec}).`;
 }
 
 /**
@@ -269,8 +279,21 @@ function headers(event: CatalogueEvent): Record<string, unknown> {
         type: 'string',
         description: 'W3C trace state, beside traceparent, when the tracer writes one.',
       },
+      // A body written by another codec than json says which (absent: json).
+      ...((event.codec ?? 'json') === 'json'
+        ? {}
+        : {
+            [CODEC_HEADER]: {
+              type: 'string',
+              const: event.codec,
+              description: 'The payload codec that wrote the body: how to read it.',
+            },
+          }),
     },
-    required: [h.eventId, h.topic],
+    required:
+      (event.codec ?? 'json') === 'json'
+        ? [h.eventId, h.topic]
+        : [h.eventId, h.topic, CODEC_HEADER],
     patternProperties: {
       [`^${h.scopePrefix}`]: {
         description: 'Data of an attributed() block around the fire(), one header per name.',

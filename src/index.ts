@@ -5,8 +5,14 @@
  */
 
 export { installCapture } from './capture/index.js';
-export type { EncodedJson, PayloadCodec } from './codec/index.js';
-export { CODEC_HEADER, decodeEvent, decodeJson, encodeJson } from './codec/index.js';
+export type { EncodedJson, JsonSchemaObject, PayloadCodec } from './codec/index.js';
+export {
+  CODEC_HEADER,
+  decodeEvent,
+  decodeJson,
+  encodeJson,
+  encodeJsonValue,
+} from './codec/index.js';
 export type {
   CapturableModel,
   CaptureDefinition,

@@ -7,8 +7,9 @@
  * parsed by its zod schema and walked by the codec per row; any other goes the way of any
  * payload.
  *
- * A capture's change sinks (`capture(Model, { sink })`) are handed the same changes in the
- * same transaction, after its events (or alone, with `outbox: false`).
+ * A capture's change sinks — the outbox-wide ones (`defineOutbox({ sinks })`), then its own
+ * (`capture(Model, { sink })`), as `ResolvedCapture.sinks` lists them — are handed the same
+ * changes in the same transaction, after its events (or alone, with `outbox: false`).
  */
 import type { Transaction } from 'sequelize';
 import type { CapturedChange, ChangeExtension, ResolvedCapture } from '../declare/capture.js';

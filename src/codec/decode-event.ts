@@ -8,7 +8,8 @@ import {
 } from '../errors/outbox-error.js';
 import type { StoredEvent } from '../storage/store.js';
 import { decodeJson } from './json.js';
-import { CODEC_HEADER, codecOfHeaders } from './payload-codec.js';
+import type { PayloadCodec } from './payload-codec.js';
+import { CODEC_HEADER, codecOfHeaders, rememberCodec } from './payload-codec.js';
 
 /**
  * THE event decoder: turn a stored event row into the {@link OutboxEvent} receivers see.
@@ -22,8 +23,9 @@ import { CODEC_HEADER, codecOfHeaders } from './payload-codec.js';
  *
  * The codec is the one the row was written with, read from its `outbox-codec` header
  * (none: `json`), never today's declaration: a row written before the event changed codec
- * decodes with its own (src/codec/payload-codec.ts). A codec this version does not know
- * is a {@link PayloadDecodeError}.
+ * decodes with its own (src/codec/payload-codec.ts). A codec the outbox does not know (one
+ * of the app's not declared in `defineOutbox({ codecs })` in this process) is a
+ * {@link PayloadDecodeError} naming it, never a silent decode as JSON.
  *
  * Versions, by the row's version against the declared one:
  *
@@ -53,7 +55,8 @@ export function decodeEvent(config: OutboxConfig, stored: StoredEvent): OutboxEv
     );
   }
   // The codec the row was WRITTEN with (its header), never today's declaration's.
-  const raw = CODEC_HEADER in headers ? decodeWithCodec(json, headers, stored) : json;
+  const codec = CODEC_HEADER in headers ? codecOf(config, headers, stored) : undefined;
+  const raw = codec ? decodeWithCodec(codec, json, stored) : json;
   const declared = config.route(stored.name)?.event;
   let payload: unknown = raw;
   let version = stored.version;
@@ -82,7 +85,7 @@ export function decodeEvent(config: OutboxConfig, stored: StoredEvent): OutboxEv
     }
     payload = parsed.data;
   }
-  return {
+  const event: OutboxEvent = {
     id: stored.uuid,
     sequence: stored.sequence,
     name: stored.name,
@@ -98,6 +101,9 @@ export function decodeEvent(config: OutboxConfig, stored: StoredEvent): OutboxEv
     causedBy: stored.causedBy,
     tenant: stored.tenant,
   };
+  // getBody(event) re-encodes with the codec of the app's the event was read with.
+  if (codec) rememberCodec(headers, codec);
+  return event;
 }
 
 /** Run an event's `upgrade` hook over a stored payload; its failure is named, never raw. */
@@ -134,16 +140,24 @@ function upgradePayload(
   return upgraded;
 }
 
-/** The payload of a row written by a codec other than json, as its codec reads it back. */
-function decodeWithCodec(json: unknown, headers: object, stored: StoredEvent): unknown {
-  const codec = codecOfHeaders(headers as Record<string, unknown>);
+/**
+ * The codec a row's header names, among the outbox's. One it does not have fails the
+ * delivery attempt (an ordinary, counted failure: a relay of a deploy that declares the
+ * codec decodes the row on a later attempt), and is never decoded as JSON instead.
+ */
+function codecOf(config: OutboxConfig, headers: object, stored: StoredEvent): PayloadCodec {
+  const codec = codecOfHeaders(headers as Record<string, unknown>, config.codecs);
+  if (codec) return codec;
   const name = (headers as Record<string, unknown>)[CODEC_HEADER];
-  if (!codec) {
-    throw new PayloadDecodeError(
-      `stored payload of ${named(stored)} was written with codec ${JSON.stringify(name)}, which this version of outboxkit does not know (it knows "json" and "superjson")`,
-      { eventName: stored.name, version: stored.version, eventId: stored.uuid, path: 'headers' },
-    );
-  }
+  const known = [...config.codecs.keys()].map((n) => `"${n}"`).join(', ');
+  throw new PayloadDecodeError(
+    `stored payload of ${named(stored)} was written with codec ${JSON.stringify(name)}, which this outbox does not know (it knows ${known}); declare that codec in defineOutbox({ codecs }) in every process that reads these events`,
+    { eventName: stored.name, version: stored.version, eventId: stored.uuid, path: 'headers' },
+  );
+}
+
+/** The payload of a row written by a codec other than json, as its codec reads it back. */
+function decodeWithCodec(codec: PayloadCodec, json: unknown, stored: StoredEvent): unknown {
   try {
     return codec.decode(json);
   } catch (error) {

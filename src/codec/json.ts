@@ -59,7 +59,13 @@ export interface EncodedJson {
   readonly reshaped: boolean;
 }
 
-/** {@link encodeJson}, also saying whether the encoding reshaped the value. */
+/**
+ * {@link encodeJson}, also saying whether the encoding reshaped the value: what the `json`
+ * codec's `encode` is, and what a `PayloadCodec` of your own builds its stored text with
+ * once it has turned the values JSON cannot hold into its own document, so that document is
+ * held to what every database stores (no NUL, no lone surrogate) and a refusal names its
+ * path in the payload.
+ */
 export function encodeJsonValue(value: unknown, root = 'payload'): EncodedJson {
   let reshaped = false;
   let refused = false;

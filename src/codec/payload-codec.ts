@@ -4,8 +4,9 @@
  * schema decodes it. The schema stays the one declaration of the payload's shape; the
  * codec only decides which values survive the trip.
  *
- * Two codecs, chosen by name per event (`event({ codec })`) or per outbox
- * (`settings.codec`):
+ * Two built-in codecs, and any of your own declared on the outbox
+ * (`defineOutbox({ codecs: [myCodec] })`), chosen by name per event (`event({ codec })`)
+ * or per outbox (`settings.codec`):
  *
  * - **`json`** (the default): the exact JSON codec of ./json.ts — refuses, never changes,
  *   a value JSON cannot hold; a `Date` is stored as ISO text (declare `z.coerce.date()`).
@@ -13,6 +14,11 @@
  *   `Map`, a `Set`, `undefined` in an array, `NaN` or a `RegExp` come back as themselves
  *   (`z.date()`, `z.map()`… decode). superjson is an optional peer, loaded on the first
  *   superjson payload (never by `import 'outboxkit'`).
+ * - **your own**: a {@link PayloadCodec} object, declared ONCE on the outbox rather than
+ *   handed to the events that use it, because a row is decoded by the codec name it
+ *   recorded, not by today's declaration: a codec declared on the outbox stays known to
+ *   every process loading the config after the last event naming it moved on, so the rows
+ *   it wrote keep decoding; and one name means one codec, checked once.
  *
  * HOW A ROW RECORDS ITS CODEC: a row written by a codec other than `json` carries the
  * header {@link CODEC_HEADER} (`outbox-codec: superjson`) in its `headers` column, and
@@ -25,30 +31,67 @@
  * refuses a header of that name.
  */
 import { createRequire } from 'node:module';
-import type { PayloadCodecName } from '../declare/event.js';
+import type { z } from 'zod';
 import { ConfigurationError, ValidationError } from '../errors/outbox-error.js';
 import { type EncodedJson, encodeJsonValue } from './json.js';
 
 /** The header a row written by a codec other than `json` names it in. */
 export const CODEC_HEADER = 'outbox-codec';
 
+/** A JSON Schema (draft 2020-12) node, as the catalogue publishes it. */
+export type JsonSchemaObject = Readonly<Record<string, unknown>>;
+
 /**
- * How a payload becomes the stored JSON, and comes back: see the module's comment.
+ * How a payload becomes the stored JSON, and comes back (the domain-events reference's
+ * `PayloadCodec`): the seam between an event's zod schema, which says WHAT the payload
+ * is, and the row, which holds JSON. Implement it to store values JSON cannot hold your
+ * own way (a `Decimal`, a date as epoch milliseconds), and declare it once on the outbox:
+ * `defineOutbox({ codecs: [myCodec] })`, then name it per event (`event({ codec: 'mine' })`)
+ * or per outbox (`settings.codec`).
+ *
+ * A codec must be a pure, synchronous function pair that agrees with itself across
+ * processes and deploys: the relay that decodes a row may run another version of your
+ * code than the process that fired it, hours later. Its `name` is written on every row it
+ * encodes (the `outbox-codec` header), so renaming a codec strands its rows: keep the old
+ * name declared as long as rows written with it may be read (retention, replay).
+ *
+ * A transport's message body is the codec's document too (`getBody(event)` is
+ * `encode(payload)`), and the `outbox-codec` header tells the consumer which codec wrote it.
  */
 export interface PayloadCodec {
-  /** The name rows and the catalogue record: `json` or `superjson`. */
-  readonly name: PayloadCodecName;
+  /**
+   * The name rows, message headers and the catalogue record: `json`, `superjson`, or your
+   * codec's (letters, digits and `_ . -`, up to 100 characters; the built-in names are
+   * taken).
+   */
+  readonly name: string;
   /**
    * The stored JSON text of a payload (as its schema parsed it); `reshaped` when a reader
    * could see another shape than was passed, so `fire()` checks the schema still accepts
-   * what the relay will decode.
+   * what the relay will decode. Build the text with `encodeJsonValue` to hold it to what
+   * every database stores (it refuses a NUL or a lone surrogate PostgreSQL's jsonb cannot
+   * store, naming the path).
    *
    * @param root the value's name in messages and paths (`payload`).
-   * @throws {ValidationError} naming the path of a value the codec cannot store.
+   * @throws {ValidationError} naming the path of a value the codec cannot store: `fire()`
+   * refuses the payload with it, before anything is written.
    */
   encode(payload: unknown, root: string): EncodedJson;
-  /** The payload from its stored JSON (already parsed), before the schema decodes it. */
+  /**
+   * The payload from its stored JSON (already parsed), before the schema decodes it. A
+   * throw fails the delivery with a `PayloadDecodeError` naming the codec and the event.
+   */
   decode(stored: unknown): unknown;
+  /**
+   * The JSON Schema of the message body this codec writes for a payload of `schema` (what
+   * a consumer receives: `getBody(event)`), published as the event's `schema` and `fields`
+   * in the catalogue and as its message payload in the AsyncAPI document. Optional: a codec
+   * without it is published as an opaque body (`{}`, no fields), since only the codec knows
+   * the shape of what it writes. `z.toJSONSchema(schema, { io: 'input' })` is a start. The
+   * built-in codecs have none: the catalogue describes their bodies itself
+   * (src/introspect/body-schema.ts).
+   */
+  bodySchema?(schema: z.ZodType): JsonSchemaObject;
 }
 
 /** The exact JSON codec (./json.ts): the default. */
@@ -135,24 +178,50 @@ export const superjsonCodec: PayloadCodec = {
   },
 };
 
-const CODECS: Readonly<Record<PayloadCodecName, PayloadCodec>> = {
-  json: jsonCodec,
-  superjson: superjsonCodec,
-};
+/** The codecs every outbox knows, by name. */
+export const BUILTIN_CODECS: ReadonlyMap<string, PayloadCodec> = new Map([
+  ['json', jsonCodec],
+  ['superjson', superjsonCodec],
+]);
 
-/** The codec of this name, or undefined for a name this version does not know. */
+/** The built-in codec of this name, or undefined (a codec of the app's, or none). */
 export function codecNamed(name: string): PayloadCodec | undefined {
-  return Object.hasOwn(CODECS, name) ? CODECS[name as PayloadCodecName] : undefined;
+  return BUILTIN_CODECS.get(name);
 }
 
 /**
- * The codec a stored event's headers name: {@link CODEC_HEADER}, else `json` (rows written
- * by the default codec carry no header). `undefined` for a name this version does not know.
+ * The codec a stored event's headers name, among `codecs` (an outbox's: the built-in ones
+ * and those it declares): {@link CODEC_HEADER}, else `json` (rows written by the default
+ * codec carry no header). `undefined` for a name `codecs` does not hold.
  */
 export function codecOfHeaders(
   headers: Readonly<Record<string, unknown>>,
+  codecs: ReadonlyMap<string, PayloadCodec> = BUILTIN_CODECS,
 ): PayloadCodec | undefined {
   const name = headers[CODEC_HEADER];
   if (name === undefined) return jsonCodec;
-  return typeof name === 'string' ? codecNamed(name) : undefined;
+  return typeof name === 'string' ? codecs.get(name) : undefined;
+}
+
+/**
+ * The codec of the app's each event's headers name (see {@link rememberCodec}):
+ * `getBody(event)` has only the event, and re-encodes its payload with the codec its
+ * header names — a built-in one by name, any other by this record. Keyed weakly by the
+ * event's HEADERS OBJECT, which `fire()` makes when it adds the codec's header and the
+ * decoder makes when it reads a row, and which every copy of the event (`{ ...event }`)
+ * shares; it holds nothing once the event is gone.
+ */
+const WRITTEN_WITH = new WeakMap<object, PayloadCodec>();
+
+/**
+ * Record that the event whose `headers` these are is written with `codec` (a codec of the
+ * app's; built-ins go by name).
+ */
+export function rememberCodec(headers: object, codec: PayloadCodec): void {
+  if (BUILTIN_CODECS.get(codec.name) !== codec) WRITTEN_WITH.set(headers, codec);
+}
+
+/** The codec of the app's {@link rememberCodec} recorded for an event's `headers`, if any. */
+export function rememberedCodec(headers: object): PayloadCodec | undefined {
+  return WRITTEN_WITH.get(headers);
 }

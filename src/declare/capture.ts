@@ -160,6 +160,9 @@ export interface ChangeSinkContext {
  * has them). A sink of something outside the database (an HTTP search index) belongs in a
  * durable receiver of the captured topics instead: it would be written even when the
  * transaction then rolls back.
+ *
+ * Given per capture (`capture(Model, { sink })`), or once for every capture of the outbox
+ * (`defineOutbox({ sinks })`, called first).
  */
 export interface ChangeSink {
   /** A name for errors and logs. */
@@ -222,11 +225,14 @@ export interface CaptureOptions {
   /**
    * A {@link ChangeSink} (or several, called in order) that is handed every captured
    * statement's changes in the write's own transaction, beside the outbox's events — or
-   * instead of them, with `outbox: false`.
+   * instead of them, with `outbox: false`. Called after the outbox-wide sinks
+   * (`defineOutbox({ sinks })`), which every capture hands its changes to; a sink listed
+   * there is not listed here again.
    */
   readonly sink?: ChangeSink | readonly ChangeSink[];
   /**
-   * Whether the capture writes outbox events. `false` hands the changes to `sink` alone:
+   * Whether the capture writes outbox events. `false` hands the changes to its sinks alone
+   * (`sink`, and the outbox-wide `defineOutbox({ sinks })`; at least one must be given):
    * no topic is declared (nor listed in the catalogue) and no event row is written, so
    * `app`, `topic` and `orderingKey` are not needed.
    * @defaultValue true
@@ -273,7 +279,10 @@ export interface ResolvedCapture {
   readonly extend: CaptureOptions['extend'];
   /** `extendMany` as declared: the extensions of one statement's changes, in order. */
   readonly extendMany: CaptureOptions['extendMany'];
-  /** The sinks the changes are handed to, in order; empty for none. */
+  /**
+   * The sinks the changes are handed to, in order: the outbox-wide ones
+   * (`defineOutbox({ sinks })`, added by defineOutbox), then the capture's own; empty for none.
+   */
   readonly sinks: readonly ChangeSink[];
   /** Whether the capture writes outbox events (`outbox` as declared). */
   readonly toOutbox: boolean;
@@ -437,10 +446,8 @@ function checkCapture(model: CapturableModel, options: CaptureOptions): void {
     fail(model, 'outbox', 'must be true or false');
   }
   if (options.outbox === false) {
-    if (sinks.length === 0) {
-      fail(model, 'outbox', 'is false and no sink is given: the capture would write nothing');
-    }
-    // No events: the topic and the ordering key are never used.
+    // No events: the topic and the ordering key are never used. Whether a sink is left to
+    // hand the changes to (its own, or the outbox's `sinks`) is checked by defineOutbox.
     return;
   }
   const topic = options.topic ?? '{app}.{model}.{operation}';
@@ -471,15 +478,19 @@ function checkCapture(model: CapturableModel, options: CaptureOptions): void {
 function sinksOf(sink: CaptureOptions['sink']): readonly ChangeSink[] | undefined {
   if (sink === undefined) return [];
   const list = (Array.isArray(sink) ? sink : [sink]) as readonly ChangeSink[];
-  const ok = list.every(
-    (s) =>
-      typeof s === 'object' &&
-      s !== null &&
-      typeof s.write === 'function' &&
-      typeof s.name === 'string' &&
-      s.name !== '',
+  return list.every(isChangeSink) ? list : undefined;
+}
+
+/** Whether a value is a {@link ChangeSink}: a non-empty `name` and a `write` function. */
+export function isChangeSink(value: unknown): value is ChangeSink {
+  const s = value as ChangeSink | null;
+  return (
+    typeof s === 'object' &&
+    s !== null &&
+    typeof s.write === 'function' &&
+    typeof s.name === 'string' &&
+    s.name !== ''
   );
-  return ok ? list : undefined;
 }
 
 function checkTopicTemplate(model: CapturableModel, topic: string, options: CaptureOptions): void {

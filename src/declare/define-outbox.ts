@@ -1,9 +1,12 @@
 import { z } from 'zod';
+import { BUILTIN_CODECS, type PayloadCodec } from '../codec/payload-codec.js';
 import { ConfigurationError } from '../errors/outbox-error.js';
 import {
   type CaptureDefinition,
+  type ChangeSink,
   captureEvents,
   isCaptureDefinition,
+  isChangeSink,
   type ResolvedCapture,
   resolveCapture,
 } from './capture.js';
@@ -51,10 +54,38 @@ export interface OutboxConfigInput<E extends Record<string, EventDefinition>> {
   /** Outbox-wide tuning. */
   readonly settings?: OutboxSettings;
   /**
+   * Payload codecs of your own ({@link PayloadCodec}), which events then name
+   * (`event({ codec: 'mine' })`, `settings.codec`) beside the built-in `json` and
+   * `superjson`.
+   *
+   * Declared on the outbox, not handed to an event, because a row is decoded by the codec
+   * name it recorded (its `outbox-codec` header), not by today's declaration: a codec
+   * listed here stays known to every process that loads the config — the relay, `replay`,
+   * `assertFired` — also after the last event naming it moved to another codec, so the
+   * rows it wrote keep decoding. Keep it listed while such rows may be read. Each name once,
+   * and none of the built-in ones.
+   */
+  readonly codecs?: readonly PayloadCodec[];
+  /**
    * Sequelize models whose every ORM write writes an event per changed row (`capture(Model,
    * { ... })`); their topics become declared events of this config.
    */
   readonly capture?: readonly CaptureDefinition[];
+  /**
+   * Change sinks every capture of this outbox hands its changes to (the topic-outbox
+   * reference's `Meta.change_capture` declared once on an abstract base model, which gives
+   * every model built on it one sink): an audit trail of every captured model, declared
+   * once rather than on each `capture(Model, { sink })`.
+   *
+   * Called in the order listed, BEFORE each capture's own `sink`s (the general before the
+   * particular, as a base model's capture before a model's own), once per captured
+   * statement, in the write's transaction, after the capture's events; a throw aborts the
+   * write, as a capture's own sink does. Each capture's changes follow its own
+   * `fields`/`exclude` and `payload`. A capture with `outbox: false` needs no sink of its
+   * own when one is listed here. Listing a sink here and in a capture's `sink` is refused
+   * (it would be handed each change twice), and so are sinks with no capture to feed.
+   */
+  readonly sinks?: readonly ChangeSink[];
 }
 
 /** One declared event, resolved (declared in event.ts, where capture.ts can read it too). */
@@ -154,6 +185,12 @@ export interface OutboxConfig<
   readonly settings: ResolvedSettings;
   /** Every declared change capture, resolved, in declaration order. */
   readonly captures: readonly ResolvedCapture[];
+  /**
+   * Every payload codec this outbox knows, by name: the built-in `json` and `superjson`,
+   * then those declared in `codecs`. What a stored row's `outbox-codec` header is looked
+   * up in.
+   */
+  readonly codecs: ReadonlyMap<string, PayloadCodec>;
   /** The route of a declared event, or undefined for a name never declared. */
   route(name: string): EventRoute | undefined;
   /** The receiver with this key, or undefined. */
@@ -185,7 +222,13 @@ const backoffSchema = z.strictObject({
   capSeconds: positiveNumber('a number of seconds > 0').optional(),
 });
 
-const codecSchema = z.enum(['json', 'superjson'], { error: 'must be "json" or "superjson"' });
+// A name here; whether a codec of the outbox has it is checked once the codecs are known.
+const codecSchema = z.string({
+  error: 'must be a codec name: "json", "superjson" or one declared in defineOutbox({ codecs })',
+});
+
+/** What a codec of the app's is named: it goes into a header and the catalogue. */
+const CODEC_NAME = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$/;
 
 const settingsSchema = z.strictObject({
   codec: codecSchema.optional(),
@@ -376,7 +419,7 @@ function nestedKind(path: readonly PropertyKey[]): string | undefined {
 const KNOWN_KEYS: Record<string, readonly string[]> = {
   backoff: ['baseSeconds', 'capSeconds'],
   duration: ['days', 'hours', 'minutes', 'seconds', 'milliseconds'],
-  root: ['events', 'receivers', 'settings', 'capture'],
+  root: ['events', 'receivers', 'settings', 'capture', 'sinks', 'codecs'],
   settings: Object.keys(settingsSchema.shape),
   event: Object.keys(eventOptionsSchema.shape),
   receiver: Object.keys(receiverOptionsSchema.shape),
@@ -469,8 +512,20 @@ export function defineOutbox<const E extends Record<string, EventDefinition>>(
         capture: z
           .array(z.unknown(), { error: 'must be an array of capture(Model, { ... })' })
           .optional(),
+        sinks: z
+          .array(z.unknown(), {
+            error: 'must be an array of ChangeSink ({ name, write(changes, context) })',
+          })
+          .optional(),
+        codecs: z
+          .array(z.unknown(), {
+            error: 'must be an array of PayloadCodec ({ name, encode, decode })',
+          })
+          .optional(),
       },
-      { error: 'must be an object { events, receivers?, settings?, capture? }' },
+      {
+        error: 'must be an object { events, receivers?, settings?, capture?, sinks?, codecs? }',
+      },
     )
     .safeParse(input, { reportInput: true });
   if (!root.success) raise(root.error.issues, [], 'root');
@@ -489,6 +544,8 @@ export function defineOutbox<const E extends Record<string, EventDefinition>>(
       `must be ≥ settings.backoff.baseSeconds (${settings.backoff.baseSeconds})`,
     );
   }
+  const codecs = resolveCodecs(input.codecs ?? []);
+  checkCodecName(codecs, settings.codec, ['settings', 'codec']);
 
   const events = new Map<string, ResolvedEvent>();
   const byDefinition = new Map<EventDefinition, string>();
@@ -513,7 +570,11 @@ export function defineOutbox<const E extends Record<string, EventDefinition>>(
     const parsed = eventOptionsSchema.safeParse(rawEventOptions(definition), { reportInput: true });
     if (!parsed.success) raise(parsed.error.issues, path, 'event');
     const codec = definition.codec ?? settings.codec;
-    const problem = findUnroundtrippable(definition.schema, [], codec);
+    if (definition.codec !== undefined) checkCodecName(codecs, codec, [...path, 'codec']);
+    // A codec of the app's carries what it carries: fire() checks its round trip.
+    const problem = BUILTIN_CODECS.has(codec)
+      ? findUnroundtrippable(definition.schema, [], codec)
+      : undefined;
     if (problem) throw configError([...path, 'schema', ...problem.path], problem.message);
     events.set(name, {
       name,
@@ -527,7 +588,7 @@ export function defineOutbox<const E extends Record<string, EventDefinition>>(
     byDefinition.set(definition, name);
   }
 
-  const captures = resolveCaptures(input.capture ?? [], events);
+  const captures = resolveCaptures(input.capture ?? [], events, outboxSinks(input));
   captures.forEach((c, i) => {
     if (c.tenant !== undefined && settings.tenancy !== 'column') {
       throw configError(
@@ -624,9 +685,66 @@ export function defineOutbox<const E extends Record<string, EventDefinition>>(
     ].sort(),
     settings,
     captures,
+    codecs,
     route: (name: string) => routes.get(name),
     receiver: (key: string) => byKey.get(key),
   });
+}
+
+/**
+ * The outbox's codecs by name: the built-in ones, then the declared ones (each a
+ * PayloadCodec, named once, none by a built-in name).
+ */
+function resolveCodecs(declared: readonly PayloadCodec[]): ReadonlyMap<string, PayloadCodec> {
+  const codecs = new Map(BUILTIN_CODECS);
+  declared.forEach((codec, i) => {
+    const path = ['codecs', i];
+    const c = codec as Partial<PayloadCodec> | null;
+    if (
+      typeof c !== 'object' ||
+      c === null ||
+      typeof c.encode !== 'function' ||
+      typeof c.decode !== 'function' ||
+      (c.bodySchema !== undefined && typeof c.bodySchema !== 'function')
+    ) {
+      throw configError(
+        path,
+        `must be a PayloadCodec ({ name, encode(payload, root), decode(stored), bodySchema? }) (got ${describe(codec)})`,
+      );
+    }
+    if (typeof c.name !== 'string' || !CODEC_NAME.test(c.name)) {
+      throw configError(
+        [...path, 'name'],
+        `must be a codec name: 1 to 100 letters, digits and _ . - (got ${describe(c.name)}); it is written on every row the codec encodes`,
+      );
+    }
+    const taken = codecs.get(c.name);
+    if (taken !== undefined) {
+      throw configError(
+        [...path, 'name'],
+        BUILTIN_CODECS.has(c.name)
+          ? `is "${c.name}", the name of a built-in codec; name yours otherwise (rows record the name, and "${c.name}" rows must decode as ${c.name})`
+          : `is "${c.name}", which codecs[${declared.indexOf(taken)}] is named already; every codec needs a name of its own (rows record it)`,
+      );
+    }
+    codecs.set(c.name, codec);
+  });
+  return codecs;
+}
+
+/** Refuse a codec name no codec of the outbox has, naming those it has. */
+function checkCodecName(
+  codecs: ReadonlyMap<string, PayloadCodec>,
+  name: string,
+  path: PropertyKey[],
+): void {
+  if (codecs.has(name)) return;
+  const known = [...codecs.keys()].map((n) => `"${n}"`).join(', ');
+  const hint = closestName(name, [...codecs.keys()]);
+  throw configError(
+    path,
+    `names the codec "${name}", which this outbox does not have${hint ? ` — did you mean "${hint}"?` : ''} (it has ${known}); declare a codec of your own in defineOutbox({ codecs: [...] })`,
+  );
 }
 
 /** The route of an event owed to no receiver: what a `suppressed()` block leaves of it. */
@@ -644,12 +762,45 @@ function silencedRoute(event: ResolvedEvent): EventRoute {
 }
 
 /**
+ * The outbox-wide change sinks (`defineOutbox({ sinks })`), checked: each a ChangeSink,
+ * each once, and at least one capture to feed them.
+ */
+function outboxSinks(input: OutboxConfigInput<Record<string, EventDefinition>>): ChangeSink[] {
+  const sinks = input.sinks ?? [];
+  const names = new Set<string>();
+  sinks.forEach((sink, i) => {
+    if (!isChangeSink(sink)) {
+      throw configError(
+        ['sinks', i],
+        `must be a ChangeSink ({ name, write(changes, context) }) (got ${describe(sink)})`,
+      );
+    }
+    if (names.has(sink.name)) {
+      throw configError(
+        ['sinks', i],
+        `is a second sink named "${sink.name}"; list each sink once, under a name of its own`,
+      );
+    }
+    names.add(sink.name);
+  });
+  if (sinks.length > 0 && (input.capture ?? []).length === 0) {
+    throw configError(
+      ['sinks'],
+      `lists ${sinks.map((s) => `"${s.name}"`).join(', ')}, but no model is captured: a sink is handed the changes of the captures (declare capture: [capture(Model, { ... })])`,
+    );
+  }
+  return [...sinks];
+}
+
+/**
  * Resolve the captures and declare their topics as events (in `events`), refusing a model
- * captured twice and a topic that is already an event's name.
+ * captured twice and a topic that is already an event's name. Each capture's sinks become
+ * the outbox-wide ones, then its own.
  */
 function resolveCaptures(
   list: readonly CaptureDefinition[],
   events: Map<string, ResolvedEvent>,
+  outboxWide: readonly ChangeSink[],
 ): ResolvedCapture[] {
   const seen = new Set<unknown>();
   return list.map((definition, i) => {
@@ -667,7 +818,22 @@ function resolveCaptures(
       );
     }
     seen.add(definition.model);
-    const resolved = resolveCapture(definition);
+    const own = resolveCapture(definition);
+    const twice = own.sinks.find((sink) => outboxWide.includes(sink));
+    if (twice) {
+      throw configError(
+        [...path, 'sink'],
+        `of ${definition.model.name} lists the sink "${twice.name}", which defineOutbox({ sinks }) already hands every capture's changes to; drop it from one of the two`,
+      );
+    }
+    const sinks = outboxWide.length === 0 ? own.sinks : [...outboxWide, ...own.sinks];
+    if (!own.toOutbox && sinks.length === 0) {
+      throw configError(
+        [...path, 'outbox'],
+        `of ${definition.model.name} is false and no sink is given (its sink, or defineOutbox({ sinks })): the capture would write nothing`,
+      );
+    }
+    const resolved: ResolvedCapture = sinks === own.sinks ? own : { ...own, sinks };
     for (const event of captureEvents(resolved)) {
       if (events.has(event.name)) {
         throw configError(
@@ -779,13 +945,17 @@ function findUnroundtrippable(
   schema: z.ZodType,
   path: PropertyKey[],
   codec: PayloadCodecName,
+  // The schemas already checked: a recursive one (a getter naming itself) is checked once.
+  seen: Set<z.ZodType> = new Set(),
 ): { path: PropertyKey[]; message: string } | undefined {
+  if (seen.has(schema)) return undefined;
+  seen.add(schema);
   const def = (schema as unknown as { _zod: { def: Record<string, unknown> & { type: string } } })
     ._zod.def;
   // superjson brings a Date, a bigint, a Map and a Set back as themselves.
   if (codec === 'superjson' && ['date', 'bigint', 'map', 'set'].includes(def.type)) {
     return def.type === 'map' || def.type === 'set'
-      ? findUnroundtrippable(def.valueType as z.ZodType, [...path, 'value'], codec)
+      ? findUnroundtrippable(def.valueType as z.ZodType, [...path, 'value'], codec, seen)
       : undefined;
   }
   switch (def.type) {
@@ -818,14 +988,14 @@ function findUnroundtrippable(
       };
     case 'object':
       for (const [key, child] of Object.entries(def.shape as Record<string, z.ZodType>)) {
-        const found = findUnroundtrippable(child, [...path, key], codec);
+        const found = findUnroundtrippable(child, [...path, key], codec, seen);
         if (found) return found;
       }
       return undefined;
     case 'array':
-      return findUnroundtrippable(def.element as z.ZodType, [...path, 'element'], codec);
+      return findUnroundtrippable(def.element as z.ZodType, [...path, 'element'], codec, seen);
     case 'record':
-      return findUnroundtrippable(def.valueType as z.ZodType, [...path, 'value'], codec);
+      return findUnroundtrippable(def.valueType as z.ZodType, [...path, 'value'], codec, seen);
     case 'optional':
     case 'nullable':
     case 'default':
@@ -833,10 +1003,10 @@ function findUnroundtrippable(
     case 'readonly':
     case 'nonoptional':
     case 'catch':
-      return findUnroundtrippable(def.innerType as z.ZodType, path, codec);
+      return findUnroundtrippable(def.innerType as z.ZodType, path, codec, seen);
     case 'union':
       for (const option of def.options as z.ZodType[]) {
-        const found = findUnroundtrippable(option, path, codec);
+        const found = findUnroundtrippable(option, path, codec, seen);
         if (found) return found;
       }
       return undefined;

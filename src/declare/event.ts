@@ -5,11 +5,12 @@ const EVENT = Symbol.for('outboxkit.event');
 
 /**
  * A payload codec, by name (the codec seam lives in src/codec/payload-codec.ts): `json`,
- * the exact JSON codec (a `Date` stored as ISO text: declare `z.coerce.date()`), or
+ * the exact JSON codec (a `Date` stored as ISO text: declare `z.coerce.date()`),
  * `superjson` (a `Date`, `bigint`, `Map`, `Set` come back as themselves; needs the
- * `superjson` package).
+ * `superjson` package), or the name of a `PayloadCodec` of your own declared in
+ * `defineOutbox({ codecs })` (a name no codec of the outbox has is refused there).
  */
-export type PayloadCodecName = 'json' | 'superjson';
+export type PayloadCodecName = 'json' | 'superjson' | (string & {});
 
 /** How long `pruneEvents` keeps an event: a window of its own, or once consumed. */
 export type Retention = { readonly days: number } | 'succeeded' | 'settled';
@@ -47,7 +48,8 @@ export interface EventOptions<S extends z.ZodType> {
   readonly upgrade?: (payload: JsonValue, fromVersion: number) => unknown;
   /**
    * How the payload is stored and read back (see {@link PayloadCodecName}): `'superjson'`
-   * keeps a `Date`, `bigint`, `Map` or `Set` as itself, so the schema may say `z.date()`.
+   * keeps a `Date`, `bigint`, `Map` or `Set` as itself, so the schema may say `z.date()`;
+   * a codec of your own is named here once declared in `defineOutbox({ codecs })`.
    * Each row records the codec it was written with (the `outbox-codec` header), so rows
    * written before a change of codec still decode with theirs. The catalogue lists it.
    * @defaultValue `settings.codec`, else `'json'`

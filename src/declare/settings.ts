@@ -3,8 +3,9 @@ import type { PayloadCodecName } from './event.js';
 /** Outbox-wide tuning, declared in `defineOutbox({ settings })`. Every field is optional. */
 export interface OutboxSettings {
   /**
-   * The payload codec of every event that names none (`event({ codec })`): `'json'` or
-   * `'superjson'`. Captured topics always store the change envelope as JSON.
+   * The payload codec of every event that names none (`event({ codec })`): `'json'`,
+   * `'superjson'`, or a codec of your own declared in `defineOutbox({ codecs })`.
+   * Captured topics always store the change envelope as JSON.
    * @defaultValue `'json'`
    */
   readonly codec?: PayloadCodecName;

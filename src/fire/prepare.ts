@@ -1,6 +1,11 @@
 import type { ZodType } from 'zod';
 import type { EncodedJson } from '../codec/json.js';
-import { CODEC_HEADER, codecNamed, jsonCodec, type PayloadCodec } from '../codec/payload-codec.js';
+import {
+  CODEC_HEADER,
+  jsonCodec,
+  type PayloadCodec,
+  rememberCodec,
+} from '../codec/payload-codec.js';
 import { closestName, formatConfigPath } from '../declare/config-path.js';
 import type { OutboxConfig } from '../declare/define-outbox.js';
 import type { JsonValue } from '../declare/types.js';
@@ -99,7 +104,8 @@ function prepareEvent(
       path: 'headers',
     });
   }
-  const codec = route.event.codec === 'json' ? jsonCodec : codecNamed(route.event.codec)!;
+  // defineOutbox checked that every event's codec is one of the outbox's.
+  const codec = route.event.codec === 'json' ? jsonCodec : config.codecs.get(route.event.codec)!;
   let headers = frame?.headers ? { ...frame.headers, ...given } : given;
   for (const name of Object.keys(headers)) {
     if (name.trim() === '') {
@@ -116,7 +122,10 @@ function prepareEvent(
     }
   }
   // A row written by another codec than json says which (see src/codec/payload-codec.ts).
-  if (codec !== jsonCodec) headers = { ...headers, [CODEC_HEADER]: codec.name };
+  if (codec !== jsonCodec) {
+    headers = { ...headers, [CODEC_HEADER]: codec.name };
+    rememberCodec(headers, codec); // so getBody(firedEvent) encodes with it
+  }
   const tenant = tenantOf(config, message, frame, where);
   checkKey(message.idempotencyKey, 'idempotencyKey', where, tenant);
   checkKey(message.orderingKey, 'orderingKey', where, tenant);
@@ -265,13 +274,27 @@ function checkDecodes(
   name: string,
   codec: PayloadCodec,
 ): void {
-  const again = schema.safeParse(codec.decode(JSON.parse(text)));
+  let decoded: unknown;
+  try {
+    decoded = codec.decode(JSON.parse(text));
+  } catch (error) {
+    // A codec of the app's that cannot read back what it just wrote.
+    throw new ValidationError(
+      `${where}: ${name} payload would not decode once stored: the codec ${codec.name} cannot read back what it wrote (${(error as Error).message}); nothing was written`,
+      { path: 'payload', cause: error },
+    );
+  }
+  const again = schema.safeParse(decoded);
   if (again.success) return;
   const issue = again.error.issues[0];
   const path = formatConfigPath(['payload', ...issue.path]);
   if (codec !== jsonCodec) {
+    const hint =
+      codec.name === 'superjson'
+        ? ' — an instance of a class superjson does not know comes back as a plain object'
+        : '';
     throw new ValidationError(
-      `${where}: ${name} ${path} would not decode once stored: as ${codec.name} stores it, it is refused by its schema (${issue.message}) — an instance of a class superjson does not know comes back as a plain object; nothing was written`,
+      `${where}: ${name} ${path} would not decode once stored: as ${codec.name} stores it, it is refused by its schema (${issue.message})${hint}; nothing was written`,
       { path, cause: again.error },
     );
   }

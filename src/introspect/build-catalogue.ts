@@ -1,4 +1,5 @@
 import type { OutboxConfig, ResolvedEvent, ResolvedReceiver } from '../declare/define-outbox.js';
+import { bodyJsonSchema } from './body-schema.js';
 import { capturedTopics, captureJsonSchema } from './capture-schema.js';
 import {
   CATALOGUE_FORMAT,
@@ -6,7 +7,7 @@ import {
   type CatalogueEvent,
   type CatalogueReceiver,
 } from './catalogue-types.js';
-import { compareText, payloadFields, payloadJsonSchema } from './payload-schema.js';
+import { compareText, payloadFields } from './payload-schema.js';
 
 const SECONDS_PER_DAY = 86_400;
 
@@ -21,6 +22,11 @@ const SECONDS_PER_DAY = 86_400;
  *
  * A captured topic (`capture(Model, …)`) is listed like any event, its payload schema the
  * change envelope with `before`/`after` of the model's attributes in their JSON form.
+ *
+ * An event's `schema` and `fields` describe its message body as its codec writes it (what
+ * the row stores and a transport sends): a json event's payload JSON, a superjson event's
+ * `{ json, meta }` document, a codec of the app's what its `bodySchema` says (else an
+ * opaque body).
  *
  * Works from the config alone. Where only the source can say where a function lives,
  * `npx outbox codegen` fills it in: `location` is left null, and a `targets` or `due`
@@ -38,6 +44,7 @@ export function buildCatalogue(config: OutboxConfig): Catalogue {
     .map((event) => {
       const capture = captured.get(event.name);
       return catalogueEvent(
+        config,
         event,
         receivers.filter((r) => !r.wildcard && r.event === event.name),
         capture && captureJsonSchema(capture.capture, capture.operation),
@@ -51,11 +58,12 @@ export function buildCatalogue(config: OutboxConfig): Catalogue {
 }
 
 function catalogueEvent(
+  config: OutboxConfig,
   event: ResolvedEvent,
   receivers: ResolvedReceiver[],
   capturedSchema?: Readonly<Record<string, unknown>>,
 ): CatalogueEvent {
-  const schema = capturedSchema ?? payloadJsonSchema(event.name, event.schema);
+  const schema = capturedSchema ?? bodyJsonSchema(event, config.codecs?.get(event.codec));
   const retention = event.retention;
   return {
     name: event.name,

@@ -63,19 +63,26 @@ export interface CatalogueEvent {
   readonly migratesOlderRows: boolean;
   /**
    * The payload codec its rows are written with (`event({ codec })`, else
-   * `settings.codec`): `'json'`, or `'superjson'` — whose message bodies are superjson's
-   * `{ json, meta }` document, so a consumer must decode them with superjson. A catalogue
-   * written before codecs existed has none, which reads as `'json'`.
+   * `settings.codec`): `'json'`, `'superjson'` — whose message bodies are superjson's
+   * `{ json, meta }` document, so a consumer must decode them with superjson — or the
+   * name of a codec of the app's (`defineOutbox({ codecs })`). A catalogue written before
+   * codecs existed has none, which reads as `'json'`.
    */
-  readonly codec: 'json' | 'superjson';
+  readonly codec: string;
   /**
-   * The payload's fields, flattened (`items`, `items[].sku`) and sorted by path, so a diff
-   * can name the one field that changed at any depth.
+   * The message body's fields, flattened (`items`, `items[].sku`) and sorted by path, so a
+   * diff can name the one field that changed at any depth: a json event's payload fields, a
+   * superjson event's `json`, `json.items[].sku` …, `meta` (see {@link schema}).
    */
   readonly fields: readonly CatalogueField[];
   /**
-   * The payload's JSON Schema (draft 2020-12), of what decodes: the input side of the zod
-   * schema, dates as ISO text, bigints as decimal text, as they are stored.
+   * The JSON Schema (draft 2020-12) of the event's message body as its codec writes it —
+   * what the row stores and every transport sends — of what decodes (the input side of the
+   * zod schema). A json event: the payload's JSON, dates as ISO text, bigints as decimal
+   * text. A superjson event: superjson's document `{ json, meta? }`, `json` holding the
+   * payload as superjson's JSON does (a Map as `[key, value]` pairs, a Set as an array). A
+   * codec of the app's: what its `bodySchema` hook returns, else an opaque body (`{}` with a
+   * description saying so).
    */
   readonly schema: Readonly<Record<string, unknown>>;
   /** The receivers declared for this event (never the wildcards), sorted by key. */

@@ -5,6 +5,16 @@ import type { CatalogueField } from './catalogue-types.js';
 /** A JSON Schema node, as `z.toJSONSchema` writes it. */
 type JsonSchema = Readonly<Record<string, unknown>>;
 
+/** The JSON Schema dialect the catalogue writes (zod 4's). */
+const DRAFT_2020_12 = 'https://json-schema.org/draft/2020-12/schema';
+
+/**
+ * How a codec's document holds the payload's values: `json` (the JSON codec's table) or
+ * `superjson` (superjson's `json` part: also a Map as `[key, value]` pairs, a Set as an
+ * array of its values, `NaN` as the text `"NaN"`, undefined as null).
+ */
+type ValueForm = 'json' | 'superjson';
+
 /**
  * The JSON Schema of an event's payload, as stored: the *input* side of the zod schema
  * (a field with a default is not required, since an old row without it still decodes),
@@ -16,27 +26,121 @@ type JsonSchema = Readonly<Record<string, unknown>>;
  * @throws {ConfigurationError} naming the event when zod cannot describe the schema.
  */
 export function payloadJsonSchema(eventName: string, schema: z.ZodType): JsonSchema {
-  let json: JsonSchema;
-  try {
-    json = z.toJSONSchema(schema, {
-      io: 'input',
-      unrepresentable: 'any',
-      override: (ctx) => {
-        ownMetadata(ctx.zodSchema, ctx.jsonSchema);
-        const type = (ctx.zodSchema as unknown as { _zod: { def: { type: string } } })._zod.def
-          .type;
-        if (type === 'date') Object.assign(ctx.jsonSchema, { type: 'string', format: 'date-time' });
-        if (type === 'bigint')
-          Object.assign(ctx.jsonSchema, { type: 'string', pattern: '^-?\\d+$' });
+  return canonical(describeValues(eventName, schema, 'json')) as JsonSchema;
+}
+
+/**
+ * The JSON Schema of a superjson event's message body — superjson's document
+ * `{ json, meta }`, what the row stores and `getBody(event)` sends — rather than of the
+ * payload's values: `json` holds the payload as superjson's JSON holds it (a `Date` as ISO
+ * text, a `bigint` as decimal text, a `Map` as an array of `[key, value]` pairs, a `Set` as
+ * an array), `meta` superjson's type annotations (left out when no value needs one). A
+ * consumer in another language reads `body.json`; one in TypeScript hands the whole body to
+ * `SuperJSON.deserialize`.
+ *
+ * @throws {ConfigurationError} naming the event when zod cannot describe the schema.
+ */
+export function superjsonBodyJsonSchema(eventName: string, schema: z.ZodType): JsonSchema {
+  const { $schema: _, $defs, ...payload } = describeValues(eventName, schema, 'superjson');
+  return canonical({
+    $schema: DRAFT_2020_12,
+    type: 'object',
+    description:
+      "superjson's document: json holds the payload as JSON (a Date as ISO text, a bigint as decimal text, a Map as [key, value] pairs, a Set as an array), meta the types superjson restores from it",
+    properties: {
+      // The payload's own references to its root (`#`, a recursive schema) now point here.
+      json: rebaseRoot(payload, '#/properties/json'),
+      meta: {
+        type: 'object',
+        description:
+          "superjson's type annotations of json's values (which are a Date, a bigint, a Map …); absent when none needs one. Pass the whole body to SuperJSON.deserialize to get the values back",
       },
-    }) as JsonSchema;
+    },
+    required: ['json'],
+    additionalProperties: false,
+    ...($defs === undefined ? {} : { $defs }),
+  }) as JsonSchema;
+}
+
+/**
+ * The body of an event whose codec (one of the app's) publishes no schema of what it
+ * writes: any JSON, said so, rather than a guess from the payload's schema.
+ */
+export function opaqueBodyJsonSchema(codecName: string): JsonSchema {
+  return {
+    $schema: DRAFT_2020_12,
+    description: `The document the payload codec "${codecName}" writes, which publishes no schema of it (PayloadCodec.bodySchema): opaque to the catalogue`,
+  };
+}
+
+/** Point a schema's references to its own root (`#`) at where it is now placed. */
+function rebaseRoot(node: unknown, base: string): unknown {
+  if (Array.isArray(node)) return node.map((child) => rebaseRoot(child, base));
+  if (typeof node !== 'object' || node === null) return node;
+  return Object.fromEntries(
+    Object.entries(node).map(([key, value]) => [
+      key,
+      key === '$ref' && value === '#' ? base : rebaseRoot(value, base),
+    ]),
+  );
+}
+
+/** The payload's JSON Schema with its values in `form` (unsorted; see the callers). */
+function describeValues(eventName: string, schema: z.ZodType, form: ValueForm): JsonSchema {
+  try {
+    return valueSchema(schema, form);
   } catch (error) {
     throw new ConfigurationError(
       `events["${eventName}"].schema cannot be described as JSON Schema for the catalogue: ${(error as Error).message}`,
       { path: `events["${eventName}"].schema`, cause: error },
     );
   }
-  return canonical(json) as JsonSchema;
+}
+
+function valueSchema(schema: z.ZodType, form: ValueForm): JsonSchema {
+  return z.toJSONSchema(schema, {
+    io: 'input',
+    unrepresentable: 'any',
+    override: (ctx) => {
+      ownMetadata(ctx.zodSchema, ctx.jsonSchema);
+      const def = (ctx.zodSchema as unknown as { _zod: { def: Record<string, unknown> } })._zod.def;
+      const type = def.type as string;
+      if (type === 'date') Object.assign(ctx.jsonSchema, { type: 'string', format: 'date-time' });
+      if (type === 'bigint') Object.assign(ctx.jsonSchema, { type: 'string', pattern: '^-?\\d+$' });
+      if (form !== 'superjson') return;
+      // What superjson's json part holds where JSON has no such value; zod describes none
+      // of these (nor descends into a Map's or Set's members), so their members are
+      // described here, each on its own.
+      if (type === 'map') {
+        Object.assign(ctx.jsonSchema, {
+          type: 'array',
+          items: {
+            type: 'array',
+            prefixItems: [
+              member(def.keyType as z.ZodType, form),
+              member(def.valueType as z.ZodType, form),
+            ],
+            items: false,
+            minItems: 2,
+          },
+        });
+      }
+      if (type === 'set') {
+        Object.assign(ctx.jsonSchema, {
+          type: 'array',
+          items: member(def.valueType as z.ZodType, form),
+        });
+      }
+      if (type === 'nan') Object.assign(ctx.jsonSchema, { type: 'string', const: 'NaN' });
+      if (type === 'undefined') Object.assign(ctx.jsonSchema, { type: 'null' });
+    },
+  }) as JsonSchema;
+}
+
+/** A Map's key or value, a Set's member: its own schema, inline. */
+function member(schema: z.ZodType, form: ValueForm): JsonSchema {
+  const { $schema: _, ...rest } = valueSchema(schema, form);
+  return rest;
 }
 
 /**
@@ -62,7 +166,7 @@ function ownMetadata(schema: unknown, json: Record<string, unknown>): void {
 }
 
 /** Sort what is an unordered set in JSON Schema (properties, required), recursively. */
-function canonical(value: unknown): unknown {
+export function canonical(value: unknown): unknown {
   if (Array.isArray(value)) return value.map(canonical);
   if (typeof value !== 'object' || value === null) return value;
   const out: Record<string, unknown> = {};

@@ -13,8 +13,14 @@
  *   one partition, in order.
  */
 import { encodeJson } from '../codec/json.js';
-import { codecOfHeaders, jsonCodec } from '../codec/payload-codec.js';
+import {
+  CODEC_HEADER,
+  codecOfHeaders,
+  jsonCodec,
+  rememberedCodec,
+} from '../codec/payload-codec.js';
 import type { OutboxEvent } from '../declare/types.js';
+import { ConfigurationError } from '../errors/outbox-error.js';
 
 /** The header naming the event's UUIDv7, what consumers deduplicate on. */
 export const EVENT_ID_HEADER = 'outbox-event-id';
@@ -35,11 +41,23 @@ export const TENANT_HEADER = 'outbox-tenant';
  * The message body of an event: its payload's JSON, as the outbox stores it — by the codec
  * the event's `outbox-codec` header names (a superjson event's body is superjson's
  * `{ json, meta }` document, and the header travels with it, so a consumer knows to
- * `SuperJSON.deserialize` it), else the JSON codec.
+ * `SuperJSON.deserialize` it; a codec of the app's writes its own document), else the
+ * JSON codec.
+ *
+ * A codec of the app's is the one the outbox fired or decoded the event with (the relay
+ * hands transports events it decoded); an event naming one that no outbox declaring it
+ * made (one built by hand) is refused rather than sent as JSON.
+ *
+ * @throws {ConfigurationError} for an event whose header names a codec not known here.
  */
 export function getBody(event: OutboxEvent): string {
-  const codec = codecOfHeaders(event.headers);
-  return codec && codec !== jsonCodec
+  const codec = codecOfHeaders(event.headers) ?? rememberedCodec(event.headers);
+  if (codec === undefined) {
+    throw new ConfigurationError(
+      `getBody: event ${event.name} (${event.id}) was written with the codec ${JSON.stringify(event.headers[CODEC_HEADER])}, which is no built-in codec, and no outbox declaring it (defineOutbox({ codecs })) fired or decoded this event; pass the event the outbox handed you`,
+    );
+  }
+  return codec !== jsonCodec
     ? codec.encode(event.payload, 'payload').text
     : encodeJson(event.payload);
 }

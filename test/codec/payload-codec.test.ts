@@ -222,9 +222,14 @@ describe('payload codecs: declaring them', () => {
       defineOutbox({
         events: { 'a.A': event({ schema: z.object({}), codec: 'msgpack' as never }) },
       }),
-    ).toThrow(/codec must be "json" or "superjson"/);
-    expect(() => defineOutbox({ events: {}, settings: { codec: 'yaml' as never } })).toThrow(
-      /settings\.codec must be "json" or "superjson"/,
+    ).toThrow(
+      /codec names the codec "msgpack", which this outbox does not have \(it has "json", "superjson"\)/,
+    );
+    expect(() => defineOutbox({ events: {}, settings: { codec: 'yaml' } })).toThrow(
+      /settings\.codec names the codec "yaml", which this outbox does not have/,
+    );
+    expect(() => defineOutbox({ events: {}, settings: { codec: 3 as never } })).toThrow(
+      /settings\.codec must be a codec name: "json", "superjson" or one declared in defineOutbox\(\{ codecs \}\)/,
     );
   });
 
@@ -243,9 +248,13 @@ describe('payload codecs: declaring them', () => {
       ['shop.Rich', 'superjson'],
     ]);
     const diff = diffCatalogues(before, after);
+    // The body's shape changes with it: the payload's fields move under superjson's `json`.
     expect(diff.breaking.map((c) => [c.kind, c.event])).toEqual([
       ['event-codec-changed', 'shop.Rich'],
+      ['field-added', 'shop.Rich'],
+      ['field-removed', 'shop.Rich'],
     ]);
+    expect(after.events[1].fields.map((f) => f.name)).toEqual(['json', 'json.n', 'meta']);
     // A catalogue written before codecs existed reads as json: no change for a json event.
     const old = {
       ...before,
@@ -254,7 +263,7 @@ describe('payload codecs: declaring them', () => {
     expect(diffCatalogues(old, before).breaking).toEqual([]);
   });
 
-  it('a row naming a codec this version does not know is a PayloadDecodeError naming it', () => {
+  it('a row naming a codec this outbox does not know is a PayloadDecodeError naming it', () => {
     const config = defineOutbox({ events: { 'a.A': event({ schema: z.object({}) }) } });
     const stored = {
       sequence: '1',
@@ -266,7 +275,7 @@ describe('payload codecs: declaring them', () => {
     } as unknown as StoredEvent;
     expect(() => decodeEvent(config, stored)).toThrow(PayloadDecodeError);
     expect(() => decodeEvent(config, stored)).toThrow(
-      /was written with codec "msgpack", which this version of outboxkit does not know/,
+      /was written with codec "msgpack", which this outbox does not know \(it knows "json", "superjson"\)/,
     );
     expect(() =>
       decodeEvent(config, { ...stored, headers: '{"outbox-codec":"superjson"}' }),
