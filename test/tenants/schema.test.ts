@@ -32,7 +32,11 @@ function schemaConfig(seen: Seen[], options: { failing?: boolean } = {}) {
       'shop.log': receiver('shop.Placed', {
         handle: (e, context) => {
           if (options.failing) throw new PermanentFailure('refused');
-          seen.push({ tenant: e.tenant, context: context.tenant, n: e.payload.n });
+          seen.push({
+            tenant: e.tenant ?? null,
+            context: context.tenant ?? null,
+            n: (e.payload as { n: number }).n,
+          });
         },
       }),
     },
