@@ -349,12 +349,17 @@ async function runUntilStopped(
   const offStop = onStopRequest(io, onSignal);
   try {
     const lane = flags.allLanes ? 'every lane' : `lane ${flags.lane ?? 'default'}`;
-    out.info(`relay running on ${session.where} (${lane})${flags.once ? ' (once)' : ''}`, {
-      database: session.db.label,
-      source: session.db.source,
-      schema: session.schema,
-      workerId,
-    });
+    const schemas = relaySchemas(session.loaded.config, flags);
+    const tenantSchemas = schemas ? `, tenant schemas ${schemas.join(', ')}` : '';
+    out.info(
+      `relay running on ${session.where}${tenantSchemas} (${lane})${flags.once ? ' (once)' : ''}`,
+      {
+        database: session.db.label,
+        source: session.db.source,
+        schema: session.schema,
+        workerId,
+      },
+    );
     const ending = await Promise.race([
       outbox
         .runRelay({
