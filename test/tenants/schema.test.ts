@@ -10,6 +10,7 @@ import { z } from 'zod';
 import {
   ConfigurationError,
   capture,
+  createOutbox,
   defineOutbox,
   event,
   installCapture,
@@ -279,6 +280,27 @@ describe.skipIf(!inject('pgAvailable'))('tenants: a schema per tenant [postgres]
       'deliverPending() on an outbox with a schema per tenant',
     );
     await outbox.close();
+  });
+
+  it('a capture’s tenant attribute and a tenantSchema without schema tenancy are refused, naming why', () => {
+    const Row = db.sequelize.define(
+      'Row',
+      { tenantId: DataTypes.STRING },
+      { tableName: 'ts_rows' },
+    );
+    expect(() =>
+      defineOutbox({
+        events: {},
+        capture: [capture(Row, { app: 'x', tenant: 'tenantId' })],
+        settings: { tenancy: 'schema' },
+      }),
+    ).toThrow('keeps a schema per tenant, where a row holds no tenant');
+    const column = defineOutbox({ events: {}, settings: { tenancy: 'column' } });
+    expect(() =>
+      createOutbox(column, { sequelize: db.sequelize, wakeup: null, tenantSchema }),
+    ).toThrow(
+      "createOutbox({ tenantSchema }) maps tenants to schemas, but this outbox's settings.tenancy is 'column'; declare settings: { tenancy: 'schema' } or drop tenantSchema",
+    );
   });
 
   describe('capture', () => {
