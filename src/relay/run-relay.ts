@@ -288,8 +288,12 @@ export async function runRelay(rt: Runtime, options: RunRelayOptions = {}): Prom
     lanesNotSetAside(rt.config, lanes, pauses.active(at.getTime()));
   let errorBackoffMs = pollMs;
   const maxNonTransientMs = options.maxNonTransientErrorMs ?? DEFAULT_MAX_NON_TRANSIENT_MS;
-  /** When the current run of non-transient claim failures began (outbox clock, ms). */
-  let nonTransientSince: number | undefined;
+  /**
+   * When the current run of non-transient claim failures began (outbox clock, ms), per
+   * schema served: a schema whose claims keep failing (not migrated) gives the relay up
+   * even while the other schemas' claims succeed.
+   */
+  const nonTransientSince = new Map<Runtime, number>();
   // An outage is logged once (and once more when it ends), not once per failed claim.
   const claimFailures = new ClaimFailureLog(rt.logger, rt.clock);
   const backOff = async () => {
@@ -371,19 +375,21 @@ export async function runRelay(rt: Runtime, options: RunRelayOptions = {}): Prom
           excludeTenants,
         });
         errorBackoffMs = pollMs;
-        nonTransientSince = undefined;
+        nonTransientSince.delete(target);
         claimFailures.succeeded();
       } catch (error) {
         const transient = isTransientDatabaseError(error);
         claimFailures.failed(error, errorBackoffMs, transient);
         rt.events.emit('relay:error', { error, during: 'claim' });
-        if (transient) nonTransientSince = undefined;
+        if (transient) nonTransientSince.delete(target);
         else {
           const at = rt.clock().getTime();
-          nonTransientSince ??= at;
-          if (at - nonTransientSince >= maxNonTransientMs) {
+          const since = nonTransientSince.get(target) ?? at;
+          nonTransientSince.set(target, since);
+          if (at - since >= maxNonTransientMs) {
+            const of = target.schema === undefined ? '' : ` of the schema ${target.schema}`;
             rt.logger.error(
-              `the relay gives up: its claims failed for ${Math.round((at - nonTransientSince) / 1000)} s with an error that is not transient (a missing table means: run \`npx outbox migrate\`)`,
+              `the relay gives up: its claims${of} failed for ${Math.round((at - since) / 1000)} s with an error that is not transient (a missing table means: run \`npx outbox migrate${target.schema === undefined ? '' : ` --schemas ${target.schema}`}\`)`,
               { error },
             );
             throw error;

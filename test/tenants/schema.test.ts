@@ -22,7 +22,7 @@ import {
 } from '../../src/index.js';
 import { runtimeOf } from '../../src/runtime.js';
 import { postgresTestSchema, type TestDatabase } from '../../testing/databases.js';
-import { openOutbox } from '../relay/support.js';
+import { captureLogger, openOutbox, testClock } from '../relay/support.js';
 
 type Seen = { tenant: string | null; context: string | null; n: number };
 
@@ -248,6 +248,37 @@ describe.skipIf(!inject('pgAvailable'))('tenants: a schema per tenant [postgres]
     stop.abort();
     await relay;
     expect(seen).toEqual([{ tenant: 'u_globex', context: 'u_globex', n: 9 }]);
+    await outbox.close();
+  });
+
+  it('a schema whose claims keep failing gives the relay up, naming the schema, though the others’ claims succeed', async () => {
+    const seen: Seen[] = [];
+    const clock = testClock();
+    const logger = captureLogger();
+    const outbox = await openOutbox(db, schemaConfig(seen), {
+      tenantSchema,
+      clock: clock.now,
+      logger,
+    });
+    await outbox.migrate({ schemas: [tenantSchema('g_ok')] }); // g_missing is never migrated
+    await outbox.fire('shop.Placed', { n: 1 }, { tenant: 'g_ok' });
+    const error = await outbox
+      .runRelay({
+        schemas: [tenantSchema('g_ok'), tenantSchema('g_missing')],
+        maxNonTransientErrorMs: 10_000,
+        summaryIntervalMs: 0,
+        sleep: async (ms) => {
+          clock.advance(ms);
+        },
+      })
+      .catch((e: unknown) => e);
+    expect(String((error as Error).message)).toMatch(/does not exist/);
+    expect(seen.map((s) => s.n)).toEqual([1]);
+    expect(logger.messages('error').at(-1)).toMatch(
+      new RegExp(
+        `^the relay gives up: its claims of the schema ${tenantSchema('g_missing')} failed for \\d+ s with an error that is not transient \\(a missing table means: run \`npx outbox migrate --schemas ${tenantSchema('g_missing')}\`\\)$`,
+      ),
+    );
     await outbox.close();
   });
 
