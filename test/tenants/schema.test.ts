@@ -4,6 +4,7 @@
  * tenant starves another; `migrate({ schemas })` migrates them all. Each test's tenant
  * schemas are named after the file's own schema (`<t_…>_<tenant>`) and dropped afterwards.
  */
+import { randomBytes } from 'node:crypto';
 import { DataTypes, type ModelStatic, type Model as SequelizeModel } from 'sequelize';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { z } from 'zod';
@@ -14,14 +15,17 @@ import {
   defineOutbox,
   event,
   installCapture,
+  listenNotifyWakeup,
   type Outbox,
+  type OutboxWakeup,
   PermanentFailure,
   receiver,
+  silentLogger,
   ValidationError,
   withTenant,
 } from '../../src/index.js';
 import { runtimeOf } from '../../src/runtime.js';
-import { postgresTestSchema, type TestDatabase } from '../../testing/databases.js';
+import { postgresTestSchema, postgresUrl, type TestDatabase } from '../../testing/databases.js';
 import { captureLogger, openOutbox, testClock } from '../relay/support.js';
 
 type Seen = { tenant: string | null; context: string | null; n: number };
@@ -225,31 +229,48 @@ describe.skipIf(!inject('pgAvailable'))('tenants: a schema per tenant [postgres]
     await outbox.close();
   });
 
-  it('an idle relay of several schemas is woken by a write to any of them', async () => {
-    const seen: Seen[] = [];
-    const outbox = await openOutbox(db, schemaConfig(seen), { tenantSchema, wakeup: undefined });
-    await outbox.migrate({ schemas: [tenantSchema('u_acme'), tenantSchema('u_globex')] });
-    const stop = new AbortController();
-    let idles = 0;
-    const relay = outbox.runRelay({
-      schemas: [tenantSchema('u_acme'), tenantSchema('u_globex')],
-      signal: stop.signal,
-      summaryIntervalMs: 0,
-      // An idle wait that only a wakeup (or the stop) ends: no poll reaches the event.
-      sleep: (_ms, signal) =>
-        new Promise<void>((resolve) => {
-          idles += 1;
-          signal.addEventListener('abort', () => resolve(), { once: true });
+  const wakeups: readonly (readonly [string, () => OutboxWakeup | undefined])[] = [
+    ['in-process', () => undefined],
+    [
+      'LISTEN/NOTIFY',
+      () =>
+        listenNotifyWakeup({
+          channel: `obk_${randomBytes(5).toString('hex')}`,
+          logger: silentLogger,
+          connection: { connectionString: postgresUrl() },
         }),
-    });
-    while (idles === 0) await new Promise((r) => setTimeout(r, 5));
-    await outbox.fire('shop.Placed', { n: 9 }, { tenant: 'u_globex' });
-    for (let i = 0; i < 400 && seen.length === 0; i++) await new Promise((r) => setTimeout(r, 5));
-    stop.abort();
-    await relay;
-    expect(seen).toEqual([{ tenant: 'u_globex', context: 'u_globex', n: 9 }]);
-    await outbox.close();
-  });
+    ],
+  ];
+  it.each(wakeups)(
+    'an idle relay of several schemas is woken by a write to any of them (%s)',
+    async (_name, wakeupOf) => {
+      const seen: Seen[] = [];
+      const outbox = await openOutbox(db, schemaConfig(seen), { tenantSchema, wakeup: wakeupOf() });
+      await outbox.migrate({ schemas: [tenantSchema('u_acme'), tenantSchema('u_globex')] });
+      const stop = new AbortController();
+      let idles = 0;
+      const relay = outbox.runRelay({
+        schemas: [tenantSchema('u_acme'), tenantSchema('u_globex')],
+        signal: stop.signal,
+        summaryIntervalMs: 0,
+        // An idle wait that only a wakeup (or the stop) ends: no poll reaches the event.
+        sleep: (_ms, signal) =>
+          new Promise<void>((resolve) => {
+            idles += 1;
+            signal.addEventListener('abort', () => resolve(), { once: true });
+          }),
+      });
+      // Idle once (a whole round found nothing), and listening by then.
+      while (idles === 0) await new Promise((r) => setTimeout(r, 5));
+      await new Promise((r) => setTimeout(r, 200));
+      await outbox.fire('shop.Placed', { n: 9 }, { tenant: 'u_globex' });
+      for (let i = 0; i < 400 && seen.length === 0; i++) await new Promise((r) => setTimeout(r, 5));
+      stop.abort();
+      await relay;
+      expect(seen).toEqual([{ tenant: 'u_globex', context: 'u_globex', n: 9 }]);
+      await outbox.close();
+    },
+  );
 
   it('a schema whose claims keep failing gives the relay up, naming the schema, though the others’ claims succeed', async () => {
     const seen: Seen[] = [];
