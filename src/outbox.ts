@@ -60,7 +60,7 @@ import { tableNames } from './storage/tables.js';
 import {
   checkSchemas,
   defaultTenantSchema,
-  runtimeForTenant,
+  onTenantSchema,
   tenantSchemas,
 } from './storage/tenant-schemas.js';
 import type { TaskBackend } from './tasks/task-backend.js';
@@ -543,13 +543,11 @@ export function createOutbox<C extends OutboxConfig>(
     whatListensTo: (event) => whatListensTo(config, event),
     listensFor: (key) => listensFor(config, key),
     on: (name, listener) => events.on(name, listener),
-    health: (healthOptions) =>
-      outboxHealth(runtimeForTenant(runtime, healthOptions?.tenant), healthOptions),
+    health: (healthOptions) => onTenantSchema(runtime, healthOptions, outboxHealth),
     quietReceivers: (quietOptions) => quietReceivers(runtime, quietOptions),
     metrics: (registry, metricsOptions) =>
       registerOutboxMetrics(runtime, () => outboxHealth(runtime), registry, metricsOptions),
-    pruneEvents: (pruneOptions) =>
-      pruneEvents(runtimeForTenant(runtime, pruneOptions?.tenant), pruneOptions),
+    pruneEvents: (pruneOptions) => onTenantSchema(runtime, pruneOptions, pruneEvents),
     cleanupDeadLettered: (cleanupOptions) => cleanupDeadLettered(runtime, cleanupOptions),
     cleanupPublished: (cleanupOptions) => cleanupPublished(runtime, cleanupOptions),
     close: async () => {
@@ -567,10 +565,10 @@ export function createOutbox<C extends OutboxConfig>(
         if (r.status === 'rejected') logger.warn('a resource failed to close', { error: r.reason });
     },
     cancelDeliveries: (events, o) =>
-      cancelDeliveries(runtimeForTenant(runtime, o?.tenant), events, o),
-    replayEvents: (events, o) => replayEvents(runtimeForTenant(runtime, o?.tenant), events, o),
-    requeueDead: (o) => requeueDead(runtimeForTenant(runtime, o?.tenant), o),
-    deadLetters: (o) => deadLetters(runtimeForTenant(runtime, o?.tenant), o),
+      onTenantSchema(runtime, o, (rt, x) => cancelDeliveries(rt, events, x)),
+    replayEvents: (events, o) => onTenantSchema(runtime, o, (rt, x) => replayEvents(rt, events, x)),
+    requeueDead: (o) => onTenantSchema(runtime, o, requeueDead),
+    deadLetters: (o) => onTenantSchema(runtime, o, deadLetters),
   };
   attachRuntime(outbox, runtime);
   if (options.taskBackend !== undefined) {

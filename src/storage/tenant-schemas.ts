@@ -117,11 +117,21 @@ export function checkSchemas(rt: Runtime, where: string, schemas: unknown): read
 }
 
 /**
- * The runtime an operation narrowed to `tenant` runs on: under `settings.tenancy:
- * 'schema'`, the tenant's schema's; otherwise (and without a tenant) the outbox's own.
+ * Run an operation narrowed to `options.tenant` (`health`, `deadLetters`, …): under
+ * `settings.tenancy: 'schema'`, on the tenant's schema, without the tenant column filter (the
+ * schema IS the tenant, whatever its rows' column says: the CLI, which has no `tenantSchema`,
+ * names a schema by its tenant); otherwise, and without a tenant, on the outbox's own
+ * runtime as given.
  */
-export function runtimeForTenant(rt: Runtime, tenant: unknown): Runtime {
-  if (rt.config.settings.tenancy !== 'schema' || typeof tenant !== 'string') return rt;
+export function onTenantSchema<O extends { readonly tenant?: string } | undefined, R>(
+  rt: Runtime,
+  options: O,
+  operation: (rt: Runtime, options: O) => R,
+): R {
+  const tenant = options?.tenant;
+  if (rt.config.settings.tenancy !== 'schema' || tenant === undefined)
+    return operation(rt, options);
   const schemas = rt.tenantSchemas!;
-  return schemas.runtimeOf(schemas.schemaOf(tenant));
+  const schemaRt = schemas.runtimeOf(schemas.schemaOf(tenant));
+  return operation(schemaRt, { ...options, tenant: undefined } as O);
 }

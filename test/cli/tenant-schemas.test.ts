@@ -74,18 +74,30 @@ describeEachDialect('outbox migrate / relay --schemas', (dialect) => {
     await outbox.fire('test.Ping', { n: 2 }, { tenant: 'globex' });
     await outbox.fire('test.Ping', { n: 3 }, { tenant: 'globex' });
     const relay = await cli('relay', '--once', '--schemas', list);
-    // Every event of both schemas was attempted once (the handler refuses: exit 2).
+    // Every event of both schemas was attempted (the handler refuses: exit 2; a retry whose
+    // jittered backoff is already due may be attempted twice).
     expect(relay.code).toBe(2);
-    expect(relay.stderr).toContain('relay stopped — succeeded 0, failed 3');
-    const attempts = async (tenant: string) => {
+    expect(relay.stderr).toMatch(/relay stopped — succeeded 0, failed \d+/);
+    const attempted = async (tenant: string) => {
       const rt = runtimeOf(outbox).tenantSchemas!.runtimeOf(schemaOf(tenant));
-      return (await rt.store.readDeliveries({})).map((d) => [d.status, d.attempts]);
+      return (await rt.store.readDeliveries({})).map(
+        (d) => d.status === 'failed' && d.attempts >= 1,
+      );
     };
-    expect(await attempts('acme')).toEqual([['failed', 1]]);
-    expect(await attempts('globex')).toEqual([
-      ['failed', 1],
-      ['failed', 1],
-    ]);
+    expect(await attempted('acme')).toEqual([true]);
+    expect(await attempted('globex')).toEqual([true, true]);
+
+    // An operation's --tenant picks the schema of the tenant's name (the CLI has no tenantSchema).
+    const health = await cli('health', '--tenant', schemaOf('globex'), '--json');
+    expect([health.code, health.stderr]).toEqual([0, '']);
+    expect(JSON.parse(health.stdout)).toMatchObject({ owed: 2 });
+    const dead = await cli('dead', '--tenant', schemaOf('acme'), '--json');
+    expect([dead.code, JSON.parse(dead.stdout)]).toEqual([0, []]);
+    const missing = await cli('dead', '--tenant', schemaOf('initech'), '--json');
+    expect(missing.code).toBe(1);
+    expect(missing.stderr).toContain(
+      `tenant schema ${schemaOf('initech')}: the outbox tables are missing. Run \`npx outbox migrate --schemas ${schemaOf('initech')}\``,
+    );
 
     // A schema not migrated is named, with the command that fixes it.
     const unmigrated = await cli('relay', '--once', '--schemas', `${list},${schemaOf('initech')}`);
