@@ -118,7 +118,7 @@ export function relayCommand(command: Command): Command {
     )
     .option(
       '--tenant <name>',
-      "serve only these tenants' events (repeatable; settings.tenancy: 'column')",
+      "serve only these tenants' events (repeatable; settings.tenancy: 'column'; under 'schema', the schemas of these names)",
       repeatable,
     )
     .option(
