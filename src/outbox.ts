@@ -417,6 +417,14 @@ export function createOutbox<C extends OutboxConfig>(
     );
   }
   const taskReceiver = config.receivers.find((r) => r.mode === 'durable' && r.site === 'task');
+  if (taskReceiver && config.settings.tenancy === 'schema') {
+    // A task's message names its delivery row by id, and `deliverOne` reads the outbox's own
+    // schema: under a schema per tenant it would run another tenant's row or none.
+    throw new ConfigurationError(
+      `receivers["${taskReceiver.key}"] declares site: 'task', which a schema per tenant (settings.tenancy: 'schema') does not serve yet: a task names its row by id in one schema; declare it site: 'relay', or keep tenants in a column (tenancy: 'column')`,
+      { path: 'settings.tenancy' },
+    );
+  }
   if (taskReceiver && options.taskBackend === undefined) {
     throw new ConfigurationError(
       `receivers["${taskReceiver.key}"] declares site: 'task', but createOutbox(config, { taskBackend }) was given none: pass one (pgBossTaskBackend(boss, { queue }), bullmqTaskBackend({ queue, connection }), or inlineTaskBackend from outboxkit/testing), or declare the receiver site: 'relay'`,

@@ -6,7 +6,13 @@
  */
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { z } from 'zod';
-import { ConfigurationError, createOutbox, defineOutbox, event } from '../../src/index.js';
+import {
+  ConfigurationError,
+  createOutbox,
+  defineOutbox,
+  event,
+  receiver,
+} from '../../src/index.js';
 import { dialectOf } from '../../src/storage/dialects.js';
 import type { TestDatabase } from '../../testing/databases.js';
 import { openOutbox } from '../relay/support.js';
@@ -28,6 +34,24 @@ describeEachDialect('tenants: a schema per tenant is refused without schemas', (
       expect(dialectOf(db.sequelize, { who: 'test' }).capabilities.schemas).toBe(true);
       const config = defineOutbox({ events, settings: { tenancy: 'schema' } });
       expect(() => createOutbox(config, { sequelize: db.sequelize, wakeup: null })).not.toThrow();
+    });
+    it('a receiver of site: task is refused under a schema per tenant, naming it', () => {
+      const config = defineOutbox({
+        events,
+        receivers: {
+          'shop.task': receiver('shop.Placed', { handle: () => {}, site: 'task' }),
+        },
+        settings: { tenancy: 'schema' },
+      });
+      expect(() =>
+        createOutbox(config, {
+          sequelize: db.sequelize,
+          wakeup: null,
+          taskBackend: { name: 'none', enqueue: async () => {}, close: async () => {} },
+        }),
+      ).toThrow(
+        `receivers["shop.task"] declares site: 'task', which a schema per tenant (settings.tenancy: 'schema') does not serve yet`,
+      );
     });
     return;
   }
