@@ -65,35 +65,37 @@ export interface MigrateFlags extends ConnectionFlags, SchemasFlags {
 
 /** Declare the command's options on `command`. */
 export function migrateCommand(command: Command): Command {
-  return schemasOption(
-    connectionOptions(
-      command.description(
-        'create or upgrade the outbox tables (idempotent); or print them, emit them for your migration tool, or check them',
-      ),
-    )
-      .option('--print-sql', 'print the DDL migrate would run, and run nothing')
-      .addOption(
-        new Option(
-          '--dialect <dialect>',
-          'with --print-sql / --emit: the SQL dialect, without a database (default: the database’s)',
-        ).choices([...supportedDialects()]),
-      )
-      .addOption(
-        new Option(
-          '--emit <tool>',
-          'write the migrations as migration files of your own tool',
-        ).choices(MIGRATION_TOOLS),
-      )
-      .option('--out <dir>', 'with --emit: the folder the files go to', 'migrations')
-      .option('--check', 'change nothing; exit 2 when a migration is pending (for CI and deploys)')
-      .option(
-        '--inbox',
-        "the consumer inbox's table too (inbox(sequelize), docs/inbox.md), with the same --schema and --table-prefix",
-      ),
+  schemasOption(
+    command,
     'migrate (or --check) the outbox tables of each, creating the schema when missing',
-  ).addHelpText(
-    'after',
-    `
+  );
+  return connectionOptions(
+    command.description(
+      'create or upgrade the outbox tables (idempotent); or print them, emit them for your migration tool, or check them',
+    ),
+  )
+    .option('--print-sql', 'print the DDL migrate would run, and run nothing')
+    .addOption(
+      new Option(
+        '--dialect <dialect>',
+        'with --print-sql / --emit: the SQL dialect, without a database (default: the database’s)',
+      ).choices([...supportedDialects()]),
+    )
+    .addOption(
+      new Option(
+        '--emit <tool>',
+        'write the migrations as migration files of your own tool',
+      ).choices(MIGRATION_TOOLS),
+    )
+    .option('--out <dir>', 'with --emit: the folder the files go to', 'migrations')
+    .option('--check', 'change nothing; exit 2 when a migration is pending (for CI and deploys)')
+    .option(
+      '--inbox',
+      "the consumer inbox's table too (inbox(sequelize), docs/inbox.md), with the same --schema and --table-prefix",
+    )
+    .addHelpText(
+      'after',
+      `
 Exit codes: 0 migrated / up to date, 1 could not run (no database, unreachable, bad config),
 2 (--check) migrations pending.
 
@@ -105,7 +107,7 @@ Through your own migration tool:
 A schema per tenant (settings.tenancy: 'schema'):
   npx outbox migrate --schemas acme,globex
   npx outbox migrate --schemas acme,globex --check`,
-  );
+    );
 }
 
 export async function migrate(flags: MigrateFlags, out: CliOutput, io: CliIo): Promise<number> {

@@ -81,11 +81,14 @@ export const DEFAULT_SHUTDOWN_TIMEOUT_MS = 25_000;
 
 /** Declare the command's options on `command`. */
 export function relayCommand(command: Command): Command {
+  schemasOption(
+    command,
+    'serve the outboxes of all of them from this one relay, round robin (each must be migrated: migrate --schemas)',
+  );
   return connectionOptions(
-    schemasOption(
-      command,
-      'serve the outboxes of all of them from this one relay, round robin (each must be migrated: migrate --schemas)',
-    ).description('deliver owed events until SIGTERM/SIGINT (or, with --once, until none is owed)'),
+    command.description(
+      'deliver owed events until SIGTERM/SIGINT (or, with --once, until none is owed)',
+    ),
   )
     .option('--once', 'claim until nothing is owed, then exit (exit 2 on failures or dead letters)')
     .option(
