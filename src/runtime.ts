@@ -167,9 +167,12 @@ export interface Runtime {
   readonly tables: TableNames;
   readonly wakeup: OutboxWakeup | undefined;
   /**
-   * A schema per tenant (`settings.tenancy: 'schema'`): each tenant's store. Undefined for
-   * any other tenancy. On a schema's own runtime, the same object (so a schema's runtime
-   * can reach its siblings) and `schema` names the schema.
+   * The outbox's stores in other schemas, one per schema: a schema per tenant
+   * (`settings.tenancy: 'schema'`, where `fire()` writes through it) and the schemas a relay
+   * or `migrate()` is given (`{ schemas }`, under any tenancy). Present exactly where the
+   * database has schemas (the `schemas` capability), undefined elsewhere, which is what
+   * refuses `{ schemas }` there. On a schema's own runtime, the same object (read through
+   * the prototype), and `schema` names the schema.
    */
   readonly tenantSchemas?: TenantSchemas;
   /** On the runtime of one schema ({@link TenantSchemas.runtimeOf}): that schema. */
