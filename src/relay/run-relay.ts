@@ -125,6 +125,8 @@ export interface RunRelayOptions {
    * starves another tenant, and the relay idles only once none has anything owed. Under
    * schema tenancy, `tenants` names the schemas by their tenants instead. Refused on a
    * database without schemas (SQLite, MariaDB: keep tenants in the tenant column there).
+   * Each schema's claim is one of `passes`, and `untilIdle` stops at the first whole round
+   * that found nothing.
    * @defaultValue the outbox's own schema alone (required under schema tenancy, as `tenants` or this)
    */
   readonly schemas?: readonly string[];
