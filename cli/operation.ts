@@ -6,6 +6,7 @@
 import { ConfigurationError } from '../src/errors/outbox-error.js';
 import { createOutbox, type Outbox } from '../src/outbox.js';
 import { findDialect, wakeupRefusal } from '../src/storage/dialects.js';
+import { type TableNames, tableNames } from '../src/storage/tables.js';
 import type { OutboxWakeup } from '../src/wakeups/wakeup.js';
 import type { CliIo, CliStream } from './io.js';
 import type { CliOutput } from './log-format.js';
@@ -18,6 +19,12 @@ import { noTaskBackend } from './task-backend.js';
 export interface OperationFlags extends ConnectionFlags {
   /** `--json`: the result as one JSON document on stdout. */
   readonly json?: boolean;
+  /**
+   * `--tenant`, of the commands that take one: under a schema per tenant
+   * (`settings.tenancy: 'schema'`) it picks the schema the operation runs on (the CLI has no
+   * `tenantSchema` mapping, so the schema of the tenant's name).
+   */
+  readonly tenant?: string;
 }
 
 /** Collect a repeatable option's values. */
@@ -45,7 +52,7 @@ export async function withOutbox(
 ): Promise<number> {
   const session = await openSession(flags, { mustExist: true }, io);
   try {
-    await requireMigrated(session);
+    await requireMigrated(session, operationTables(session, flags));
     const outbox = createOutbox(session.loaded.config, {
       sequelize: session.db.sequelize,
       schema: flags.schema,
@@ -66,6 +73,17 @@ export async function withOutbox(
 }
 
 /**
+ * The tables an operation reads: under a schema per tenant (`settings.tenancy: 'schema'`),
+ * a `--tenant` operation's are the tenant's schema's (the schema of the tenant's name: the
+ * CLI has no `tenantSchema`); otherwise the session's.
+ */
+export function operationTables(session: Session, flags: OperationFlags): TableNames {
+  if (session.loaded.config.settings.tenancy !== 'schema' || flags.tenant === undefined)
+    return session.tables;
+  return tableNames(flags.tablePrefix ?? 'outbox_', flags.tenant);
+}
+
+/**
  * The wakeup `outbox relay` listens on (LISTEN/NOTIFY), where this database serves it (its
  * dialect's capabilities say, see `wakeupRefusal`); else none, and the relay polls. A
  * dialect outboxkit has no entry for gets none: `createOutbox` refuses it by name.
@@ -75,15 +93,21 @@ export async function withOutbox(
  * migration applied: an operation (or the console) on a database behind would fail on a
  * missing table or column halfway through.
  */
-export async function requireMigrated(session: Session): Promise<void> {
-  const status = await schemaStatus(session.db.sequelize, session.tables);
+export async function requireMigrated(
+  session: Session,
+  tables: TableNames = session.tables,
+): Promise<void> {
+  const status = await schemaStatus(session.db.sequelize, tables);
   if (status.state !== 'current') {
     const what =
       status.state === 'missing'
         ? 'the outbox tables are missing'
         : `migrations ${status.pending.join(', ')} are pending`;
+    const tenantSchema = tables === session.tables ? undefined : tables.schema;
+    const where = tenantSchema ? `${session.where}, tenant schema ${tenantSchema}` : session.where;
+    const fix = tenantSchema ? ` --schemas ${tenantSchema}` : '';
     throw new ConfigurationError(
-      `${session.where}: ${what}. Run \`npx outbox migrate\` (with the same database options) first.`,
+      `${where}: ${what}. Run \`npx outbox migrate${fix}\` (with the same database options) first.`,
       { path: 'url' },
     );
   }

@@ -160,7 +160,12 @@ export type { PruneBatch, PruneEventsOptions } from './ops/prune.js';
 export type { QuietReceiver, QuietReceiversOptions } from './ops/quiet-receivers.js';
 export type { ReplayEventsOptions, ReplayResult } from './ops/replay.js';
 export type { RequeueDeadOptions } from './ops/requeue.js';
-export type { CreateOutboxOptions, Outbox, TypedFireMessage } from './outbox.js';
+export type {
+  CreateOutboxOptions,
+  MigrateOptions,
+  Outbox,
+  TypedFireMessage,
+} from './outbox.js';
 export { createOutbox } from './outbox.js';
 export { backoffSeconds } from './relay/backoff.js';
 export type { ClaimBatchOptions, ClaimedBatch } from './relay/claim-for-worker.js';

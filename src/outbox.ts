@@ -57,6 +57,12 @@ import {
 import { dialectOf, dialectsWith, listDialects, wakeupRefusal } from './storage/dialects.js';
 import type { OutboxStore } from './storage/store.js';
 import { tableNames } from './storage/tables.js';
+import {
+  checkSchemas,
+  defaultTenantSchema,
+  onTenantSchema,
+  tenantSchemas,
+} from './storage/tenant-schemas.js';
 import type { TaskBackend } from './tasks/task-backend.js';
 import { inProcessWakeup } from './wakeups/in-process.js';
 import { NotifyCoalescer } from './wakeups/notify-coalescing.js';
@@ -71,6 +77,15 @@ export interface CreateOutboxOptions {
    * @defaultValue the connection's search path (usually `public`)
    */
   readonly schema?: string;
+  /**
+   * Under `settings.tenancy: 'schema'`, the schema each tenant's outbox tables live in
+   * (the same table names in every schema). A function, not config: it is the app's own
+   * naming of its tenants' schemas (`(t) => \`tenant_${t}\``). Its answer must be a plain
+   * identifier (letters, digits and `_`), and two tenants must not share one, since the
+   * schema is what keeps their keys apart.
+   * @defaultValue the tenant's own name (refused, naming the tenant, when it is no identifier)
+   */
+  readonly tenantSchema?: (tenant: string) => string;
   /**
    * The prefix of the outbox's table names.
    * @defaultValue `'outbox_'`
@@ -133,6 +148,27 @@ export interface CreateOutboxOptions {
   readonly taskBackend?: TaskBackend | ((outbox: Outbox) => TaskBackend);
 }
 
+/**
+ * `outbox.migrate()`: the outbox's own tables, or each schema of `schemas` in turn (each
+ * created when missing, under its own migration lock).
+ */
+async function migrateSchemas(rt: Runtime, options: MigrateOptions = {}): Promise<void> {
+  if (options.schemas === undefined) return rt.store.migrate();
+  for (const schema of checkSchemas(rt, 'migrate', options.schemas))
+    await rt.tenantSchemas!.runtimeOf(schema).store.migrate();
+}
+
+/** Options of {@link Outbox.migrate}. */
+export interface MigrateOptions {
+  /**
+   * Migrate the outbox tables of these schemas instead of the outbox's own (a schema per
+   * tenant, `settings.tenancy: 'schema'`; PostgreSQL only): each schema is created when
+   * missing and migrated on its own, in the order given, each under its own lock.
+   * @defaultValue the outbox's own schema (`createOutbox({ schema })`) alone
+   */
+  readonly schemas?: readonly string[];
+}
+
 type Events<C> = C extends OutboxConfig<infer E> ? E : never;
 export type EventName<C> = Extract<keyof Events<C>, string>;
 type Input<C, N extends EventName<C>> =
@@ -156,7 +192,7 @@ export interface Outbox<C extends OutboxConfig = OutboxConfig> {
    * Create or upgrade the outbox's tables. Idempotent, and safe when two processes run it
    * at once (PostgreSQL: an advisory lock; SQLite: an immediate transaction).
    */
-  migrate(): Promise<void>;
+  migrate(options?: MigrateOptions): Promise<void>;
   /**
    * Record an event in the caller's transaction and owe it to its durable receivers.
    *
@@ -350,6 +386,27 @@ export function createOutbox<C extends OutboxConfig>(
   const aroundDelivery = hookList(options.aroundDelivery, 'aroundDelivery');
   const fireHeaders = hookList(options.fireHeaders, 'fireHeaders');
   const entry = dialectOf(sequelize, { who: 'createOutbox(config, { sequelize })' });
+  if (config.settings.tenancy === 'schema' && !entry.capabilities.schemas) {
+    throw new ConfigurationError(
+      `settings.tenancy: 'schema' keeps each tenant's outbox in a schema of its own, which ${entry.title} does not have (schemas are ${listDialects(
+        dialectsWith((c) => c.schemas),
+        { join: 'or', titles: true },
+      )}'s); declare settings: { tenancy: 'column' } instead: one set of tables, each event naming its tenant`,
+      { path: 'settings.tenancy' },
+    );
+  }
+  if (options.tenantSchema !== undefined && config.settings.tenancy !== 'schema') {
+    throw new ConfigurationError(
+      `createOutbox({ tenantSchema }) maps tenants to schemas, but this outbox's settings.tenancy is '${config.settings.tenancy}'; declare settings: { tenancy: 'schema' } or drop tenantSchema`,
+      { path: 'tenantSchema' },
+    );
+  }
+  if (options.tenantSchema !== undefined && typeof options.tenantSchema !== 'function') {
+    throw new ConfigurationError(
+      'createOutbox({ tenantSchema }) must be a function of a tenant name returning its schema',
+      { path: 'tenantSchema' },
+    );
+  }
   if (options.schema !== undefined && !entry.capabilities.schemas) {
     throw new ConfigurationError(
       `createOutbox({ schema }) is for ${listDialects(
@@ -360,6 +417,14 @@ export function createOutbox<C extends OutboxConfig>(
     );
   }
   const taskReceiver = config.receivers.find((r) => r.mode === 'durable' && r.site === 'task');
+  if (taskReceiver && config.settings.tenancy === 'schema') {
+    // A task's message names its delivery row by id, and `deliverOne` reads the outbox's own
+    // schema: under a schema per tenant it would run another tenant's row or none.
+    throw new ConfigurationError(
+      `receivers["${taskReceiver.key}"] declares site: 'task', which a schema per tenant (settings.tenancy: 'schema') does not serve yet: a task names its row by id in one schema; declare it site: 'relay', or keep tenants in a column (tenancy: 'column')`,
+      { path: 'settings.tenancy' },
+    );
+  }
   if (taskReceiver && options.taskBackend === undefined) {
     throw new ConfigurationError(
       `receivers["${taskReceiver.key}"] declares site: 'task', but createOutbox(config, { taskBackend }) was given none: pass one (pgBossTaskBackend(boss, { queue }), bullmqTaskBackend({ queue, connection }), or inlineTaskBackend from outboxkit/testing), or declare the receiver site: 'relay'`,
@@ -388,10 +453,8 @@ export function createOutbox<C extends OutboxConfig>(
   }
   const notify = wakeup?.capabilities?.notifyInWrite?.channel;
   const tables = tableNames(options.tablePrefix ?? 'outbox_', options.schema);
-  const store: OutboxStore = entry.createStore(sequelize, tables, {
-    notifyChannel: notify,
-    preparedStatements: options.preparedStatements,
-  });
+  const storeOptions = { notifyChannel: notify, preparedStatements: options.preparedStatements };
+  const store: OutboxStore = entry.createStore(sequelize, tables, storeOptions);
   if (notify && !store.capabilities.notifiesInWrite) {
     throw new ConfigurationError(
       `createOutbox({ wakeup }): ${wakeup?.name} sends its signal inside the write, which ${entry.name} cannot do`,
@@ -435,6 +498,14 @@ export function createOutbox<C extends OutboxConfig>(
     aroundDelivery,
     fireHeaders,
     arrangeEager,
+    tenantSchemas: entry.capabilities.schemas
+      ? tenantSchemas(() => runtime, {
+          entry,
+          prefix: tables.prefix,
+          storeOptions,
+          tenantSchema: options.tenantSchema ?? defaultTenantSchema,
+        })
+      : undefined,
   };
   const unwatchCapture = warnWhenCaptureUninstalled(runtime);
   // Set by close(): fire() and fireMany() refuse from then on, since the wakeup and the
@@ -449,7 +520,7 @@ export function createOutbox<C extends OutboxConfig>(
   };
   const outbox: Outbox<C> = {
     config,
-    migrate: () => store.migrate(),
+    migrate: (migrateOptions) => migrateSchemas(runtime, migrateOptions),
     fire: async (name, payload, fireOptions = {}) => {
       refuseClosed('fire()');
       const [fired] = await fireEvents(
@@ -480,11 +551,11 @@ export function createOutbox<C extends OutboxConfig>(
     whatListensTo: (event) => whatListensTo(config, event),
     listensFor: (key) => listensFor(config, key),
     on: (name, listener) => events.on(name, listener),
-    health: (healthOptions) => outboxHealth(runtime, healthOptions),
+    health: (healthOptions) => onTenantSchema(runtime, healthOptions, outboxHealth),
     quietReceivers: (quietOptions) => quietReceivers(runtime, quietOptions),
     metrics: (registry, metricsOptions) =>
       registerOutboxMetrics(runtime, () => outboxHealth(runtime), registry, metricsOptions),
-    pruneEvents: (pruneOptions) => pruneEvents(runtime, pruneOptions),
+    pruneEvents: (pruneOptions) => onTenantSchema(runtime, pruneOptions, pruneEvents),
     cleanupDeadLettered: (cleanupOptions) => cleanupDeadLettered(runtime, cleanupOptions),
     cleanupPublished: (cleanupOptions) => cleanupPublished(runtime, cleanupOptions),
     close: async () => {
@@ -501,10 +572,11 @@ export function createOutbox<C extends OutboxConfig>(
       for (const r of results)
         if (r.status === 'rejected') logger.warn('a resource failed to close', { error: r.reason });
     },
-    cancelDeliveries: (events, o) => cancelDeliveries(runtime, events, o),
-    replayEvents: (events, o) => replayEvents(runtime, events, o),
-    requeueDead: (o) => requeueDead(runtime, o),
-    deadLetters: (o) => deadLetters(runtime, o),
+    cancelDeliveries: (events, o) =>
+      onTenantSchema(runtime, o, (rt, x) => cancelDeliveries(rt, events, x)),
+    replayEvents: (events, o) => onTenantSchema(runtime, o, (rt, x) => replayEvents(rt, events, x)),
+    requeueDead: (o) => onTenantSchema(runtime, o, requeueDead),
+    deadLetters: (o) => onTenantSchema(runtime, o, deadLetters),
   };
   attachRuntime(outbox, runtime);
   if (options.taskBackend !== undefined) {

@@ -108,6 +108,25 @@ export interface NotifyGate {
 }
 
 /**
+ * The schemas of an outbox with `settings.tenancy: 'schema'` (storage/tenant-schemas.ts
+ * implements it; declared here so fire, the relay and the operations reach a tenant's
+ * tables through the runtime, importing nothing of storage/).
+ */
+export interface TenantSchemas {
+  /**
+   * The schema a tenant's outbox tables live in (`createOutbox({ tenantSchema })`).
+   * @throws {ConfigurationError} for a schema name that is no plain identifier.
+   */
+  schemaOf(tenant: string): string;
+  /**
+   * The runtime of one schema's outbox: this outbox's, with the store and table names of
+   * that schema (made once per schema, then cached). Everything else is the outbox's own,
+   * read through the prototype, so later changes (`aroundDelivery`, `taskBackend`) show.
+   */
+  runtimeOf(schema: string): Runtime;
+}
+
+/**
  * What one outbox instance keeps between calls. Per runtime, never per module, so two
  * outboxes in one process (or one transaction) never see each other's state.
  */
@@ -147,6 +166,17 @@ export interface Runtime {
    */
   readonly tables: TableNames;
   readonly wakeup: OutboxWakeup | undefined;
+  /**
+   * The outbox's stores in other schemas, one per schema: a schema per tenant
+   * (`settings.tenancy: 'schema'`, where `fire()` writes through it) and the schemas a relay
+   * or `migrate()` is given (`{ schemas }`, under any tenancy). Present exactly where the
+   * database has schemas (the `schemas` capability), undefined elsewhere, which is what
+   * refuses `{ schemas }` there. On a schema's own runtime, the same object (read through
+   * the prototype), and `schema` names the schema.
+   */
+  readonly tenantSchemas?: TenantSchemas;
+  /** On the runtime of one schema ({@link TenantSchemas.runtimeOf}): that schema. */
+  readonly schema?: string;
   /**
    * The NOTIFY throttle of a `notifyInWrite` wakeup given `notifyCoalesceMs`
    * (wakeups/notify-coalescing.ts); undefined otherwise, and then every write notifies.

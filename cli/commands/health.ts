@@ -18,6 +18,7 @@ import { findDialect } from '../../src/storage/dialects.js';
 import { EXIT } from '../exit-codes.js';
 import type { CliIo } from '../io.js';
 import type { CliOutput } from '../log-format.js';
+import { operationTables } from '../operation.js';
 import { type ConnectionFlags, connectionOptions, integer } from '../options.js';
 import { schemaStatus } from '../schema-status.js';
 import { openSession } from '../session.js';
@@ -141,7 +142,7 @@ export async function health(flags: HealthFlags, out: CliOutput, io: CliIo): Pro
   const session = await openSession(flags, { mustExist: true }, io);
   let outbox: Outbox | undefined;
   try {
-    const status = await schemaStatus(session.db.sequelize, session.tables);
+    const status = await schemaStatus(session.db.sequelize, operationTables(session, flags));
     if (status.state === 'missing') {
       throw new ConfigurationError(
         `${session.where}: the outbox tables are missing. Run \`npx outbox migrate\` (with the same database options) first.`,

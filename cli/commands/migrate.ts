@@ -39,6 +39,12 @@ import {
 import { type ConnectionFlags, connectionOptions } from '../options.js';
 import { schemaStatus } from '../schema-status.js';
 import {
+  refuseWithoutSchemas,
+  type SchemasFlags,
+  schemasOption,
+  schemaTables,
+} from '../schemas-option.js';
+import {
   closeConfigSequelize,
   loadOrFail,
   MissingDatabaseFile,
@@ -47,7 +53,7 @@ import {
 } from '../session.js';
 import { noTaskBackend } from '../task-backend.js';
 
-export interface MigrateFlags extends ConnectionFlags {
+export interface MigrateFlags extends ConnectionFlags, SchemasFlags {
   readonly printSql?: boolean;
   readonly dialect?: MigrationDialect;
   readonly emit?: MigrationTool;
@@ -59,6 +65,10 @@ export interface MigrateFlags extends ConnectionFlags {
 
 /** Declare the command's options on `command`. */
 export function migrateCommand(command: Command): Command {
+  schemasOption(
+    command,
+    'migrate (or --check) the outbox tables of each, creating the schema when missing',
+  );
   return connectionOptions(
     command.description(
       'create or upgrade the outbox tables (idempotent); or print them, emit them for your migration tool, or check them',
@@ -92,7 +102,11 @@ Exit codes: 0 migrated / up to date, 1 could not run (no database, unreachable, 
 Through your own migration tool:
   npx outbox migrate --print-sql --dialect postgres --schema app > outbox.sql
   npx outbox migrate --emit sequelize-cli --dialect postgres --out migrations
-  npx outbox migrate --check          # in the deploy, before the relay starts`,
+  npx outbox migrate --check          # in the deploy, before the relay starts
+
+A schema per tenant (settings.tenancy: 'schema'):
+  npx outbox migrate --schemas acme,globex
+  npx outbox migrate --schemas acme,globex --check`,
     );
 }
 
@@ -104,6 +118,12 @@ export async function migrate(flags: MigrateFlags, out: CliOutput, io: CliIo): P
     throw new ConfigurationError(
       '--inbox goes with a plain migrate, --print-sql or --check, not --emit; add inboxMigrationSql() to a migration of your own',
       { path: 'inbox' },
+    );
+  }
+  if (flags.schemas !== undefined && (flags.printSql || flags.emit || flags.inbox)) {
+    throw new ConfigurationError(
+      '--schemas goes with a plain migrate or --check; print or emit one schema at a time with --schema',
+      { path: 'schemas' },
     );
   }
   if (flags.printSql || flags.emit) return script(flags, out, io);
@@ -120,6 +140,8 @@ export async function migrate(flags: MigrateFlags, out: CliOutput, io: CliIo): P
     return EXIT.needsAttention;
   }
   try {
+    const tenantTables = schemaTables(flags);
+    if (tenantTables) return await migrateSchemas(session, flags, tenantTables, out);
     const before = await schemaStatus(session.db.sequelize, session.tables);
     const inboxAt = flags.inbox ? inboxTables(flags.tablePrefix ?? 'outbox_', flags.schema) : null;
     const inboxBefore = inboxAt ? await inboxStatus(session.db.sequelize, inboxAt) : null;
@@ -191,6 +213,63 @@ export async function migrate(flags: MigrateFlags, out: CliOutput, io: CliIo): P
   } finally {
     await session.close();
   }
+}
+
+/**
+ * `--schemas`: migrate each schema's outbox tables (creating the schema), or with `--check`
+ * report those behind (exit 2). One line for all of them, each schema named.
+ */
+async function migrateSchemas(
+  session: Session,
+  flags: MigrateFlags,
+  tables: readonly TableNames[],
+  out: CliOutput,
+): Promise<number> {
+  const schemas = tables.map((t) => t.schema as string);
+  refuseWithoutSchemas(session.db.sequelize, schemas);
+  const statusOf = () => Promise.all(tables.map((t) => schemaStatus(session.db.sequelize, t)));
+  const before = await statusOf();
+  if (flags.check) {
+    const behind = before.flatMap((status, i) =>
+      status.state === 'current'
+        ? []
+        : [
+            `${schemas[i]} (${status.state === 'missing' ? 'tables missing' : `migrations ${status.pending.join(', ')} pending`})`,
+          ],
+    );
+    if (behind.length > 0) {
+      out.error(
+        `${session.where}: ${behind.length} of ${schemas.length} tenant schemas behind: ${behind.join(', ')}. Run \`npx outbox migrate --schemas ${schemas.join(',')}\`.`,
+      );
+      return EXIT.needsAttention;
+    }
+    out.result(`${session.where}: the tenant schemas ${schemas.join(', ')} are up to date`);
+    return EXIT.ok;
+  }
+  const outbox = createOutbox(session.loaded.config, {
+    sequelize: session.db.sequelize,
+    tablePrefix: flags.tablePrefix,
+    preparedStatements: flags.preparedStatements,
+    logger: out.logger,
+    wakeup: null,
+    taskBackend: noTaskBackend(session.loaded.config, 'migrate'),
+  });
+  try {
+    await outbox.migrate({ schemas });
+  } finally {
+    await outbox.close();
+  }
+  const after = await statusOf();
+  const lines = schemas.map((schema, i) => {
+    const was = before[i];
+    const is = after[i];
+    const had = was.state === 'missing' ? [] : was.applied;
+    const now = is.state === 'missing' ? [] : is.applied;
+    const added = now.filter((v) => !had.includes(v));
+    return `${schema}: ${added.length === 0 ? 'already up to date' : `applied migration ${added.join(', ')}`}`;
+  });
+  out.result(`migrated the tenant schemas of ${session.where}: ${lines.join('; ')}`);
+  return EXIT.ok;
 }
 
 /** `--print-sql` and `--emit`: the statements, from the dialect given or the database's. */

@@ -17,6 +17,7 @@ import { createOutbox, type Outbox } from '../../src/outbox.js';
 import { EXIT } from '../exit-codes.js';
 import { type CliIo, onStopRequest } from '../io.js';
 import type { CliOutput } from '../log-format.js';
+import { operationTables } from '../operation.js';
 import { type ConnectionFlags, connectionOptions, integer } from '../options.js';
 import { progressForm, startProgress } from '../progress.js';
 import { schemaStatus } from '../schema-status.js';
@@ -100,7 +101,7 @@ export async function prune(flags: PruneFlags, out: CliOutput, io: CliIo): Promi
   const stop = new AbortController();
   const offStop = onStopRequest(io, () => stop.abort(), { once: true });
   try {
-    const status = await schemaStatus(session.db.sequelize, session.tables);
+    const status = await schemaStatus(session.db.sequelize, operationTables(session, flags));
     if (status.state !== 'current') {
       const what =
         status.state === 'missing'

@@ -23,7 +23,7 @@ import { isTransientDatabaseError } from '../../src/relay/transient.js';
 import { runtimeOf } from '../../src/runtime.js';
 import { dialectOf } from '../../src/storage/dialects.js';
 import { toDateOrNull } from '../../src/storage/rows.js';
-import type { TableNames } from '../../src/storage/tables.js';
+import { type TableNames, tableNames } from '../../src/storage/tables.js';
 import { EXIT } from '../exit-codes.js';
 import { type CliIo, onStopRequest } from '../io.js';
 import type { CliOutput } from '../log-format.js';
@@ -31,11 +31,18 @@ import { type MetricsServer, serveMetrics } from '../metrics-server.js';
 import { relayWakeup } from '../operation.js';
 import { type ConnectionFlags, connectionOptions, integer } from '../options.js';
 import { schemaStatus } from '../schema-status.js';
+import {
+  refuseWithoutSchemas,
+  relaySchemas,
+  type SchemasFlags,
+  schemasOption,
+  schemaTables,
+} from '../schemas-option.js';
 import { openSession, type Session } from '../session.js';
 import { noTaskBackend, refuseTaskLanes } from '../task-backend.js';
 import { parseDurationMs } from './health.js';
 
-export interface RelayFlags extends ConnectionFlags {
+export interface RelayFlags extends ConnectionFlags, SchemasFlags {
   readonly once?: boolean;
   readonly batchSize?: number;
   readonly concurrency?: number;
@@ -74,6 +81,10 @@ export const DEFAULT_SHUTDOWN_TIMEOUT_MS = 25_000;
 
 /** Declare the command's options on `command`. */
 export function relayCommand(command: Command): Command {
+  schemasOption(
+    command,
+    'serve the outboxes of all of them from this one relay, round robin (each must be migrated: migrate --schemas)',
+  );
   return connectionOptions(
     command.description(
       'deliver owed events until SIGTERM/SIGINT (or, with --once, until none is owed)',
@@ -110,7 +121,7 @@ export function relayCommand(command: Command): Command {
     )
     .option(
       '--tenant <name>',
-      "serve only these tenants' events (repeatable; settings.tenancy: 'column')",
+      "serve only these tenants' events (repeatable; settings.tenancy: 'column'; under 'schema', the schemas of these names)",
       repeatable,
     )
     .option(
@@ -203,16 +214,27 @@ export async function relay(flags: RelayFlags, out: CliOutput, io: CliIo): Promi
     checkTopics('runRelay', 'excludeTopics', flags.excludeTopic);
     checkTenants(session.loaded.config, 'runRelay', 'tenants', flags.tenant);
     checkTenants(session.loaded.config, 'runRelay', 'excludeTenants', flags.excludeTenant);
-    const status = await schemaStatus(session.db.sequelize, session.tables);
-    if (status.state !== 'current') {
-      const what =
-        status.state === 'missing'
-          ? 'the outbox tables are missing'
-          : `migrations ${status.pending.join(', ')} are pending`;
-      throw new ConfigurationError(
-        `${session.where}: ${what}. Run \`npx outbox migrate\` (with the same database options) before the relay.`,
-        { path: 'url' },
-      );
+    // The tables the relay serves: the outbox's own, or each tenant schema's.
+    schemaTables(flags);
+    const served = relaySchemas(session.loaded.config, flags);
+    refuseWithoutSchemas(session.db.sequelize, flags.schemas);
+    const prefix = flags.tablePrefix ?? 'outbox_';
+    for (const tables of served?.map((s) => tableNames(prefix, s)) ?? [session.tables]) {
+      const status = await schemaStatus(session.db.sequelize, tables);
+      if (status.state !== 'current') {
+        const what =
+          status.state === 'missing'
+            ? 'the outbox tables are missing'
+            : `migrations ${status.pending.join(', ')} are pending`;
+        const where =
+          tables.schema === session.schema
+            ? session.where
+            : `${session.where}, tenant schema ${tables.schema}`;
+        throw new ConfigurationError(
+          `${where}: ${what}. Run \`npx outbox migrate${served ? ` --schemas ${served.join(',')}` : ''}\` (with the same database options) before the relay.`,
+          { path: 'url' },
+        );
+      }
     }
     // LISTEN/NOTIFY where the database can serve it (its capabilities say), else polling.
     const wakeup = await relayWakeup(session);
@@ -330,12 +352,17 @@ async function runUntilStopped(
   const offStop = onStopRequest(io, onSignal);
   try {
     const lane = flags.allLanes ? 'every lane' : `lane ${flags.lane ?? 'default'}`;
-    out.info(`relay running on ${session.where} (${lane})${flags.once ? ' (once)' : ''}`, {
-      database: session.db.label,
-      source: session.db.source,
-      schema: session.schema,
-      workerId,
-    });
+    const schemas = relaySchemas(session.loaded.config, flags);
+    const tenantSchemas = schemas ? `, tenant schemas ${schemas.join(', ')}` : '';
+    out.info(
+      `relay running on ${session.where}${tenantSchemas} (${lane})${flags.once ? ' (once)' : ''}`,
+      {
+        database: session.db.label,
+        source: session.db.source,
+        schema: session.schema,
+        workerId,
+      },
+    );
     const ending = await Promise.race([
       outbox
         .runRelay({
@@ -352,6 +379,7 @@ async function runUntilStopped(
           excludeTopics: flags.excludeTopic,
           tenants: flags.tenant,
           excludeTenants: flags.excludeTenant,
+          schemas: flags.schemas,
           summaryIntervalMs: flags.summaryInterval,
         })
         .then((report): Ending => ({ kind: 'report', report })),

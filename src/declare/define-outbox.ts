@@ -246,7 +246,9 @@ const settingsSchema = z.strictObject({
     .optional(),
   relayPrune: z.boolean({ error: 'must be true or false' }).optional(),
   relayPruneSeconds: positiveNumber('a number of seconds > 0').optional(),
-  tenancy: z.enum(['none', 'column'], { error: 'must be "none" or "column"' }).optional(),
+  tenancy: z
+    .enum(['none', 'column', 'schema'], { error: 'must be "none", "column" or "schema"' })
+    .optional(),
 });
 
 const retentionSchema = z.union(
@@ -593,7 +595,9 @@ export function defineOutbox<const E extends Record<string, EventDefinition>>(
     if (c.tenant !== undefined && settings.tenancy !== 'column') {
       throw configError(
         ['capture', i, 'tenant'],
-        `names the tenant attribute "${c.tenant}" of ${c.model.name}, but this outbox keeps no tenants; declare settings: { tenancy: 'column' }`,
+        settings.tenancy === 'schema'
+          ? `names the tenant attribute "${c.tenant}" of ${c.model.name}, but this outbox keeps a schema per tenant, where a row holds no tenant: the change is the tenant's of the withTenant() block around the write, and is written to its schema; drop tenant`
+          : `names the tenant attribute "${c.tenant}" of ${c.model.name}, but this outbox keeps no tenants; declare settings: { tenancy: 'column' }`,
       );
     }
   });

@@ -74,14 +74,23 @@ export interface OutboxSettings {
    * a tenant (`fire(…, { tenant })`, or the `withTenant()` scope around the call), kept in
    * the events' `tenant` column; idempotency and ordering keys are unique per tenant, a
    * delivery's context names the tenant, and relays, health and the operator's operations
-   * narrow by it. `'none'`: no event names a tenant, and one given is refused.
+   * narrow by it. `'schema'` (PostgreSQL): each tenant's outbox tables live in a schema of
+   * its own (`createOutbox({ tenantSchema })` names it, by default the tenant's own name), so
+   * a tenant's events are written to its schema, in the caller's transaction, and can be
+   * moved or dropped with it; every event needs a tenant, one relay serves a declared set of
+   * schemas (`runRelay({ schemas })`) round robin, and `migrate({ schemas })` migrates them.
+   * Refused by `createOutbox` on a database without schemas (SQLite, MariaDB).
+   * `'none'`: no event names a tenant, and one given is refused.
    * @defaultValue 'none'
    */
   readonly tenancy?: Tenancy;
 }
 
-/** How tenants are kept apart: not at all, or by a column of the events (see `settings.tenancy`). */
-export type Tenancy = 'none' | 'column';
+/**
+ * How tenants are kept apart: not at all, by a column of the events, or by a schema per
+ * tenant (PostgreSQL); see `settings.tenancy`.
+ */
+export type Tenancy = 'none' | 'column' | 'schema';
 
 /** {@link OutboxSettings} with every default filled in. */
 export interface ResolvedSettings {

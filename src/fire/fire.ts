@@ -1,6 +1,7 @@
 import type { Transaction } from 'sequelize';
+import { ValidationError } from '../errors/outbox-error.js';
 import { type FireHeaders, fireHeadersOf } from '../observe/around-delivery.js';
-import type { Runtime } from '../runtime.js';
+import type { Runtime, TenantSchemas } from '../runtime.js';
 import type { InsertOptions } from '../storage/store.js';
 import { resolveTransaction } from '../transaction/join.js';
 import { whenCommitted } from '../transaction/when-committed.js';
@@ -63,7 +64,7 @@ export async function fireUnanswered(
  * them (see {@link fireUnanswered}), and then returns undefined.
  */
 async function fireInTransaction(
-  rt: Runtime,
+  outboxRt: Runtime,
   messages: readonly FireMessage[],
   explicit: Transaction | null | undefined,
   where: string,
@@ -71,16 +72,21 @@ async function fireInTransaction(
   encoded?: readonly (string | undefined)[],
   wakeup = true,
 ): Promise<FiredEvent[] | undefined> {
-  const now = rt.clock();
+  const now = outboxRt.clock();
   const prepared = prepareEvents(
-    rt.config,
-    rt.fireHeaders ? withFireHeaders(rt, rt.fireHeaders, messages) : messages,
+    outboxRt.config,
+    outboxRt.fireHeaders ? withFireHeaders(outboxRt, outboxRt.fireHeaders, messages) : messages,
     now,
     where,
     encoded,
   );
-  const transaction = resolveTransaction(rt.sequelize, explicit);
+  const transaction = resolveTransaction(outboxRt.sequelize, explicit);
   if (prepared.length === 0) return [];
+  // A schema per tenant: the events go to their tenant's schema (the store of its runtime).
+  const rt =
+    outboxRt.tenantSchemas && outboxRt.config.settings.tenancy === 'schema'
+      ? tenantSchemaRuntime(outboxRt.tenantSchemas, prepared, where)
+      : outboxRt;
   const inTransaction = async (t: Transaction): Promise<FiredEvent[] | undefined> => {
     const planned = await planDeliveries(prepared, {
       now,
@@ -111,6 +117,36 @@ async function fireInTransaction(
     return fired;
   };
   return transaction ? inTransaction(transaction) : rt.sequelize.transaction(inTransaction);
+}
+
+/**
+ * The runtime of the schema the events of one call are written to, under `settings.tenancy:
+ * 'schema'`: their tenant's. Every event needs a tenant (the schema holds its keys, so an
+ * event of no tenant has nowhere to go), and one call writes to one schema.
+ * @throws {ValidationError} for an event without a tenant, or a call of two tenants.
+ */
+function tenantSchemaRuntime(
+  schemas: TenantSchemas,
+  prepared: readonly { readonly row: { readonly name: string; readonly tenant?: string | null } }[],
+  where: string,
+): Runtime {
+  const tenant = prepared[0].row.tenant ?? null;
+  for (const [i, p] of prepared.entries()) {
+    const at = prepared.length > 1 ? `${where}[${i}]` : where;
+    if ((p.row.tenant ?? null) === null) {
+      throw new ValidationError(
+        `${at}: ${p.row.name} names no tenant, but this outbox keeps a schema per tenant (settings.tenancy: 'schema'), so an event without one has no schema to go to; fire it inside withTenant(tenant, …) or with { tenant }; nothing was written`,
+        { path: 'tenant' },
+      );
+    }
+    if (p.row.tenant !== tenant) {
+      throw new ValidationError(
+        `${at}: ${p.row.name} is the tenant ${JSON.stringify(p.row.tenant)}'s, but the call's first event is ${JSON.stringify(tenant)}'s; under a schema per tenant one call writes to one tenant's schema, so fire each tenant's events in a call of their own; nothing was written`,
+        { path: 'tenant' },
+      );
+    }
+  }
+  return schemas.runtimeOf(schemas.schemaOf(tenant as string));
 }
 
 /** The store's insert without its NOTIFY (see `InsertOptions.notify`). */

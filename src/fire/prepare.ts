@@ -197,7 +197,7 @@ function tenantOf(
   const given = message.tenant;
   const tenant = given === undefined ? (frame?.scope.tenant ?? null) : given;
   if (tenant === null) return null;
-  if (config.settings.tenancy !== 'column') {
+  if (config.settings.tenancy === 'none') {
     throw new ValidationError(
       `${where}: ${message.name} names the tenant ${JSON.stringify(tenant)}${given === undefined ? ' (from the withTenant() block around the call)' : ''}, but this outbox keeps no tenants; declare defineOutbox({ settings: { tenancy: 'column' } }) and run npx outbox migrate, or fire it without one; nothing was written`,
       { path: 'tenant' },

@@ -46,8 +46,9 @@ export interface FireOptions {
    */
   readonly wakeup?: boolean;
   /**
-   * The tenant the event belongs to, on an outbox with `settings.tenancy: 'column'`: its
-   * idempotency and ordering keys are unique and ordered per tenant, and each delivery's
+   * The tenant the event belongs to, on an outbox with `settings.tenancy: 'column'` or
+   * `'schema'` (where it also picks the schema the event is written to, and is required):
+   * its idempotency and ordering keys are unique and ordered per tenant, and each delivery's
    * `context.tenant` names it. Without it, the tenant of the `withTenant()` block around the
    * call (or of the event whose receiver fires it); `null` names none even inside a block.
    * Refused by an outbox without tenancy.

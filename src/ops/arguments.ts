@@ -138,7 +138,7 @@ export function tenantOption(
   where: string,
 ): string | undefined {
   if (tenant === undefined) return undefined;
-  if (config.settings.tenancy !== 'column') {
+  if (config.settings.tenancy === 'none') {
     throw new ValidationError(
       `${where}: tenant narrows by tenant, but this outbox keeps no tenants; declare defineOutbox({ settings: { tenancy: 'column' } }) or drop the tenant`,
       { path: 'tenant' },

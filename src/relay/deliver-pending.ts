@@ -4,7 +4,7 @@ import type { Runtime } from '../runtime.js';
 import { checkWorkerId, claimBatch } from './claim.js';
 import { deliverBatch } from './deliver-batch.js';
 import { type LaneControl, lanesNotSetAside, servedLanes } from './lanes.js';
-import { checkTenants } from './relay-tenants.js';
+import { SchemaRound, servedSchemas } from './relay-schemas.js';
 import { checkTopics } from './relay-topics.js';
 
 /** Options of `outbox.deliverPending()`. */
@@ -48,6 +48,13 @@ export interface DeliverPendingOptions {
   readonly tenants?: readonly string[];
   /** Leave these tenants' events out. */
   readonly excludeTenants?: readonly string[];
+  /**
+   * Deliver what the outboxes of these schemas owe (a schema per tenant, as
+   * `runRelay({ schemas })`: claims go round them in turn). Required under
+   * `settings.tenancy: 'schema'` (this, or `tenants`); refused on a database without schemas.
+   * @defaultValue the outbox's own schema alone
+   */
+  readonly schemas?: readonly string[];
 }
 
 /**
@@ -82,13 +89,8 @@ export async function deliverPending(
   const lanes = servedLanes(rt.config, 'deliverPending', options.lane, options.excludeLanes, null);
   const topics = checkTopics('deliverPending', 'topics', options.topics);
   const excludeTopics = checkTopics('deliverPending', 'excludeTopics', options.excludeTopics);
-  const tenants = checkTenants(rt.config, 'deliverPending', 'tenants', options.tenants);
-  const excludeTenants = checkTenants(
-    rt.config,
-    'deliverPending',
-    'excludeTenants',
-    options.excludeTenants,
-  );
+  const { targets, tenants, excludeTenants } = servedSchemas(rt, 'deliverPending', options);
+  const round = new SchemaRound(targets);
   const counts = zeroCounts();
   const settings = rt.config.settings;
   // The lanes a deferral set aside: left out of every later claim of this call.
@@ -106,10 +108,13 @@ export async function deliverPending(
   // out of later claims by id; on the real clock none is, see below). A
   // failed row is not excluded: ignoring the backoff, it is retried until it succeeds or
   // its budget is spent, as the reference's drain does.
-  const exclude = new Set<string>();
+  // Per schema: row ids are a schema's own.
+  const excluded = new Map(targets.map((target) => [target, new Set<string>()]));
   let remaining = options.limit ?? Number.POSITIVE_INFINITY;
   while (remaining > 0) {
-    const claim = await claimBatch(rt, {
+    const target = round.take();
+    const exclude = excluded.get(target)!;
+    const claim = await claimBatch(target, {
       workerId,
       now: options.now ?? rt.clock(),
       limit: Math.min(remaining, options.batchSize ?? settings.batchSize),
@@ -122,8 +127,10 @@ export async function deliverPending(
       excludeTenants,
     });
     const rows = claim.rows;
+    // An empty claim short of a whole empty round: the next schema's turn.
+    if (round.claimed(rows.length)) continue;
     if (rows.length === 0) break;
-    const batch = await deliverBatch(rt, rows, claim.token, {
+    const batch = await deliverBatch(target, rows, claim.token, {
       concurrency: options.concurrency ?? 1,
       leaseSeconds: claim.leaseSeconds,
       leaseUntil: claim.leaseUntil,

@@ -20,7 +20,7 @@ export function checkTenants(
   tenants: readonly string[] | undefined,
 ): readonly string[] | undefined {
   if (tenants === undefined) return undefined;
-  if (config.settings.tenancy !== 'column') {
+  if (config.settings.tenancy === 'none') {
     throw new ConfigurationError(
       `${caller}({ ${option} }) narrows by tenant, but this outbox keeps no tenants; declare defineOutbox({ settings: { tenancy: 'column' } }) or drop ${option}`,
       { path: option },

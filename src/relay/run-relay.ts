@@ -8,8 +8,8 @@ import { type Claim, claimBatch } from './claim.js';
 import { deliverBatch } from './deliver-batch.js';
 import { IdleSweep, monotonicMs } from './idle-prune.js';
 import { type LaneControl, LanePauses, lanesNotSetAside, servedLanes } from './lanes.js';
+import { SchemaRound, servedSchemas, sweepsOf } from './relay-schemas.js';
 import { RelayState } from './relay-state.js';
-import { checkTenants } from './relay-tenants.js';
 import { checkTopics, servesTopic } from './relay-topics.js';
 import { SingleRelayLock } from './single-relay-lock.js';
 import { DEFAULT_SUMMARY_INTERVAL_MS, RelaySummary } from './summary.js';
@@ -119,6 +119,18 @@ export interface RunRelayOptions {
   /** Leave these tenants' events to other relays (events without a tenant are served). */
   readonly excludeTenants?: readonly string[];
   /**
+   * Serve the outboxes of these schemas (a schema per tenant, `settings.tenancy:
+   * 'schema'`; PostgreSQL), all from this one relay: its claims go round them in turn, a
+   * batch from each and passing over those with nothing owed, so a tenant's backlog never
+   * starves another tenant, and the relay idles only once none has anything owed. Under
+   * schema tenancy, `tenants` names the schemas by their tenants instead. Refused on a
+   * database without schemas (SQLite, MariaDB: keep tenants in the tenant column there).
+   * Each schema's claim is one of `passes`, and `untilIdle` stops at the first whole round
+   * that found nothing.
+   * @defaultValue the outbox's own schema alone (required under schema tenancy, as `tenants` or this)
+   */
+  readonly schemas?: readonly string[];
+  /**
    * How the relay waits (idle, or backing off after a database error); resolves early when
    * `signal` aborts. @defaultValue the outbox's scheduler (`createOutbox({ scheduler })`)
    */
@@ -192,13 +204,9 @@ export async function runRelay(rt: Runtime, options: RunRelayOptions = {}): Prom
   );
   const topics = checkTopics('runRelay', 'topics', options.topics);
   const excludeTopics = checkTopics('runRelay', 'excludeTopics', options.excludeTopics);
-  const tenants = checkTenants(rt.config, 'runRelay', 'tenants', options.tenants);
-  const excludeTenants = checkTenants(
-    rt.config,
-    'runRelay',
-    'excludeTenants',
-    options.excludeTenants,
-  );
+  // The schemas served (the outbox's own alone, unless given), visited in turn.
+  const { targets, tenants, excludeTenants } = servedSchemas(rt, 'runRelay', options);
+  const round = new SchemaRound(targets);
   if (
     options.maxNonTransientErrorMs !== undefined &&
     (typeof options.maxNonTransientErrorMs !== 'number' || !(options.maxNonTransientErrorMs >= 0))
@@ -226,12 +234,18 @@ export async function runRelay(rt: Runtime, options: RunRelayOptions = {}): Prom
   options.signal?.addEventListener('abort', onStop, { once: true });
   if (options.signal?.aborted) stop.abort(options.signal.reason);
 
-  const lockRole = options.allowUnsafeConcurrency ? undefined : rt.store.relayLock;
-  let lock: SingleRelayLock | undefined;
+  // A single-writer database's lock, one per schema served (none splits its queue and
+  // has schemas today, but the lock is the store's, so it is taken wherever one exists).
+  const locks: SingleRelayLock[] = [];
   try {
-    lock = lockRole && (await SingleRelayLock.take(rt, lockRole, workerId, () => stop.abort()));
+    for (const target of targets) {
+      const lockRole = options.allowUnsafeConcurrency ? undefined : target.store.relayLock;
+      if (lockRole)
+        locks.push(await SingleRelayLock.take(target, lockRole, workerId, () => stop.abort()));
+    }
   } catch (error) {
     options.signal?.removeEventListener('abort', onStop);
+    for (const held of locks) await held.release();
     throw error;
   }
 
@@ -253,9 +267,11 @@ export async function runRelay(rt: Runtime, options: RunRelayOptions = {}): Prom
   });
   const report: RelayReport = { ...zeroCounts(), passes: 0, handedBack: 0 };
   // One line at info every summaryIntervalMs: what the relay did since its last one.
-  const summary = RelaySummary.start(rt, workerId, summaryIntervalMs, report);
-  // The idle sweep: the first an interval from now, on the monotonic clock.
-  const sweep = IdleSweep.start(rt, options.monotonic ?? monotonicMs);
+  const summary = RelaySummary.start(rt, workerId, summaryIntervalMs, report, targets);
+  // The idle sweep (one per schema): the first an interval from now, on the monotonic clock.
+  const sweep = sweepsOf(
+    targets.map((target) => IdleSweep.start(target, options.monotonic ?? monotonicMs)),
+  );
   // A deferral pauses its lane in this relay for the seconds it asked, on `now`: the
   // lane's unstarted rows are handed back, and claims leave it out until the pause ends.
   const pauses = new LanePauses();
@@ -274,8 +290,12 @@ export async function runRelay(rt: Runtime, options: RunRelayOptions = {}): Prom
     lanesNotSetAside(rt.config, lanes, pauses.active(at.getTime()));
   let errorBackoffMs = pollMs;
   const maxNonTransientMs = options.maxNonTransientErrorMs ?? DEFAULT_MAX_NON_TRANSIENT_MS;
-  /** When the current run of non-transient claim failures began (outbox clock, ms). */
-  let nonTransientSince: number | undefined;
+  /**
+   * When the current run of non-transient claim failures began (outbox clock, ms), per
+   * schema served: a schema whose claims keep failing (not migrated) gives the relay up
+   * even while the other schemas' claims succeed.
+   */
+  const nonTransientSince = new Map<Runtime, number>();
   // An outage is logged once (and once more when it ends), not once per failed claim.
   const claimFailures = new ClaimFailureLog(rt.logger, rt.clock);
   const backOff = async () => {
@@ -284,9 +304,9 @@ export async function runRelay(rt: Runtime, options: RunRelayOptions = {}): Prom
   };
 
   /** Deliver one claimed batch and add its outcomes to the report; never throws. */
-  async function runBatch(claim: Claim): Promise<void> {
+  async function runBatch(target: Runtime, claim: Claim): Promise<void> {
     try {
-      const batch = await deliverBatch(rt, claim.rows, claim.token, {
+      const batch = await deliverBatch(target, claim.rows, claim.token, {
         concurrency,
         signal: stop.signal,
         leaseSeconds: claim.leaseSeconds,
@@ -304,7 +324,7 @@ export async function runRelay(rt: Runtime, options: RunRelayOptions = {}): Prom
       // goes on; whatever the batch left claimed is handed back at once rather than
       // when its lease lapses (the compare-and-set leaves settled rows alone).
       rt.logger.error('delivering a batch failed; its unsettled rows are handed back', { error });
-      await rt.store
+      await target.store
         .release(
           claim.rows.map((r) => r.id),
           claim.token,
@@ -338,12 +358,15 @@ export async function runRelay(rt: Runtime, options: RunRelayOptions = {}): Prom
       (options.passes === undefined || report.passes < options.passes)
     ) {
       report.passes += 1;
-      state.woken = false;
-      if (lock && !(await lock.renew())) break;
+      // Mid-round (the schemas claimed since the last rows found none), a wakeup is kept:
+      // the round's end then claims again at once instead of idling through it.
+      if (!round.midRound) state.woken = false;
+      if (!(await renewAll(locks))) break;
+      const target = round.take();
       let claim: Claim;
       try {
         const at = now();
-        claim = await claimBatch(rt, {
+        claim = await claimBatch(target, {
           workerId,
           now: at,
           limit: batchSize,
@@ -354,19 +377,21 @@ export async function runRelay(rt: Runtime, options: RunRelayOptions = {}): Prom
           excludeTenants,
         });
         errorBackoffMs = pollMs;
-        nonTransientSince = undefined;
+        nonTransientSince.delete(target);
         claimFailures.succeeded();
       } catch (error) {
         const transient = isTransientDatabaseError(error);
         claimFailures.failed(error, errorBackoffMs, transient);
         rt.events.emit('relay:error', { error, during: 'claim' });
-        if (transient) nonTransientSince = undefined;
+        if (transient) nonTransientSince.delete(target);
         else {
           const at = rt.clock().getTime();
-          nonTransientSince ??= at;
-          if (at - nonTransientSince >= maxNonTransientMs) {
+          const since = nonTransientSince.get(target) ?? at;
+          nonTransientSince.set(target, since);
+          if (at - since >= maxNonTransientMs) {
+            const of = target.schema === undefined ? '' : ` of the schema ${target.schema}`;
             rt.logger.error(
-              `the relay gives up: its claims failed for ${Math.round((at - nonTransientSince) / 1000)} s with an error that is not transient (a missing table means: run \`npx outbox migrate\`)`,
+              `the relay gives up: its claims${of} failed for ${Math.round((at - since) / 1000)} s with an error that is not transient (a missing table means: run \`npx outbox migrate${target.schema === undefined ? '' : ` --schemas ${target.schema}`}\`)`,
               { error },
             );
             throw error;
@@ -375,8 +400,10 @@ export async function runRelay(rt: Runtime, options: RunRelayOptions = {}): Prom
         await backOff();
         continue;
       }
+      // An empty claim short of a whole empty round: the next schema's turn, at once.
+      if (round.claimed(claim.rows.length)) continue;
       if (claim.rows.length > 0) {
-        state.add(runBatch(claim));
+        state.add(runBatch(target, claim));
         // A sweep that yielded goes on beside the work (the batch is under way), a batch or
         // a poll interval at a time, so a busy relay's history is still pruned.
         if (sweep?.unfinished) await sweep.maybe(stop.signal, () => state.woken, pollMs);
@@ -403,9 +430,15 @@ export async function runRelay(rt: Runtime, options: RunRelayOptions = {}): Prom
     await unsubscribe?.().catch((error) =>
       rt.logger.warn('could not stop listening for wakeups', { error }),
     );
-    await lock?.release();
+    for (const held of locks) await held.release();
   }
   return report;
+}
+
+/** Renew every single-relay lock held (before a claim); false once one was lost. */
+async function renewAll(locks: readonly SingleRelayLock[]): Promise<boolean> {
+  for (const lock of locks) if (!(await lock.renew())) return false;
+  return true;
 }
 
 /** The outbox database's connection settings, for a wakeup that opens its own listener. */

@@ -28,9 +28,17 @@ export class RelaySummary {
   #timer: TimerHandle | undefined;
   #writing: Promise<void> | undefined;
   #stopped = false;
+  readonly #served: readonly Runtime[];
 
-  private constructor(rt: Runtime, workerId: string, intervalMs: number, report: Counts) {
+  private constructor(
+    rt: Runtime,
+    workerId: string,
+    intervalMs: number,
+    report: Counts,
+    served: readonly Runtime[],
+  ) {
     this.#rt = rt;
+    this.#served = served;
     this.#workerId = workerId;
     this.#intervalMs = intervalMs;
     this.#report = report;
@@ -43,9 +51,10 @@ export class RelaySummary {
     workerId: string,
     intervalMs: number,
     report: Counts,
+    served: readonly Runtime[] = [rt],
   ): RelaySummary | undefined {
     if (intervalMs === 0) return undefined;
-    const summary = new RelaySummary(rt, workerId, intervalMs, report);
+    const summary = new RelaySummary(rt, workerId, intervalMs, report, served);
     summary.#arm();
     return summary;
   }
@@ -65,8 +74,12 @@ export class RelaySummary {
     this.#last = now;
     let owed: number | undefined;
     try {
-      const rows = await this.#rt.store.readBacklog(this.#rt.clock());
-      owed = rows.reduce((sum, r) => sum + r.owed, 0);
+      owed = 0;
+      // Every schema the relay serves (its outbox's own alone, unless given schemas).
+      for (const target of this.#served) {
+        const rows = await target.store.readBacklog(this.#rt.clock());
+        owed += rows.reduce((sum, r) => sum + r.owed, 0);
+      }
     } catch {
       owed = undefined; // the relay's own claims report a database that fails
     }

@@ -40,8 +40,9 @@ export function tenantProblem(tenant: unknown): string | undefined {
  * deliveries' `context.tenant`). An inner block's tenant wins; `null` clears it for the
  * block. The rest of the scope (actor, correlation id, data, suppressions) is inherited.
  *
- * Only an outbox declared with `settings: { tenancy: 'column' }` records a tenant: on any
- * other, `fire()` inside a block with a tenant is refused, so an event is never silently
+ * Only an outbox declared with `settings: { tenancy: 'column' }` or `'schema'` records a
+ * tenant (under `'schema'`, the block's tenant also picks the schema its events are written
+ * to, and a write outside any block is refused there): on one without tenancy, `fire()` inside a block with a tenant is refused, so an event is never silently
  * recorded without the tenant its code meant it for.
  *
  * @returns what `fn` returns (its promise, for an async `fn`).

@@ -56,8 +56,9 @@ export interface DatabaseCapabilities {
   readonly savepoints: boolean;
   /**
    * Schemas inside one database (PostgreSQL's `CREATE SCHEMA`, a `schema.table` name):
-   * what the `schema` options of `createOutbox`, `inbox` and the CLI need. MariaDB and
-   * SQLite have none.
+   * what the `schema` options of `createOutbox`, `inbox` and the CLI need, and a schema per
+   * tenant (`settings.tenancy: 'schema'`, `runRelay({ schemas })`, `migrate({ schemas })`,
+   * refused without it). MariaDB and SQLite have none.
    */
   readonly schemas: boolean;
   /** The column type JSON values are stored in, as the DDL spells it (`jsonb`, `TEXT`, `JSON`). */
