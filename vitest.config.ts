@@ -28,6 +28,10 @@ export default defineConfig({
     hookTimeout: 30_000,
     globalSetup: ['test/global-setup.ts'],
     maxWorkers: workers,
+    // Tests a file marks `describe.concurrent` (the Kafka suites: each test waits seconds on
+    // the mock cluster's group join, a timer, not work) all run at once; vitest's default of
+    // 5 would run them in waves. Only files that opt in run anything concurrently.
+    maxConcurrency: 20,
     projects: [
       {
         extends: true,

@@ -26,7 +26,14 @@ import {
 /*
  * Against a real Kafka protocol server (the kcat mock cluster or OUTBOX_TEST_KAFKA_BROKERS).
  * The mock waits out every empty fetch, so listeners here fetch every 100 ms; a new
- * consumer group takes ~3 s to join there, which every listen() pays once.
+ * consumer group takes ~3 s to join there (the mock's fixed initial rebalance delay, a
+ * timer, not work), which every listen() pays once. So the tests of each group below run
+ * concurrently (`describe.concurrent`): each has a wakeup, a signals topic, a consumer
+ * group and, where it cuts the connection, a proxy of its own, so none can hear or cut
+ * another's, and their joins' waits overlap instead of adding up (the file took ~70 s one
+ * after another). The options' tests come first, so the concurrent groups are neighbours
+ * and run as one (vitest runs a sequential group between them on its own). A concurrent
+ * test asserts with its own `expect` (vitest's rule for snapshots in concurrent tests).
  */
 const describeKafka = describe.skipIf(KAFKA_BROKERS === null);
 const context = { connection: { dialect: 'sqlite' } } as const;
@@ -47,22 +54,6 @@ function ear() {
   const heard: (readonly string[])[] = [];
   return { heard, onSignal: (topics: readonly string[]) => void heard.push([...topics]) };
 }
-
-describeKafka('kafkaWakeup conformance', () => {
-  wakeupConformance(
-    'kafkaWakeup',
-    async ({ runId }) => ({
-      wakeup: kafkaWakeup({
-        brokers: KAFKA_BROKERS!,
-        topic: `obk-wake-${runId}`,
-        logger: silentLogger,
-        ...FAST,
-      }),
-      context,
-    }),
-    { signalWithinMs: 10_000 },
-  );
-});
 
 describe('kafkaWakeup: options', () => {
   it('refuses options it cannot work with, before anything connects', () => {
@@ -91,7 +82,23 @@ describe('kafkaWakeup: options', () => {
   });
 });
 
-describeKafka('kafkaWakeup', () => {
+describeKafka.concurrent('kafkaWakeup conformance', () => {
+  wakeupConformance(
+    'kafkaWakeup',
+    async ({ runId }) => ({
+      wakeup: kafkaWakeup({
+        brokers: KAFKA_BROKERS!,
+        topic: `obk-wake-${runId}`,
+        logger: silentLogger,
+        ...FAST,
+      }),
+      context,
+    }),
+    { signalWithinMs: 10_000 },
+  );
+});
+
+describeKafka.concurrent('kafkaWakeup', () => {
   /**
    * A client of the test cluster whose `admin()` records what it is asked to create
    * (librdkafka's mock cluster names a controller it does not have, so kafkajs's
@@ -118,7 +125,9 @@ describeKafka('kafkaWakeup', () => {
     };
   }
 
-  it('creates its signals topic before the first signal: one partition, retention.ms one minute, replication factor 1 — once', async () => {
+  it('creates its signals topic before the first signal: one partition, retention.ms one minute, replication factor 1 — once', async ({
+    expect,
+  }) => {
     const topic = uniqueTopic('wake');
     const { asked, client } = recordingAdminClient(async () => true);
     const wakeup = kafkaWakeup({ client, topic, logger: silentLogger, ...FAST });
@@ -147,7 +156,9 @@ describeKafka('kafkaWakeup', () => {
     }
   }, 60_000);
 
-  it('asks for the retention and replication given, and nothing with createTopic: false', async () => {
+  it('asks for the retention and replication given, and nothing with createTopic: false', async ({
+    expect,
+  }) => {
     const topic = uniqueTopic('wake');
     const { asked, client } = recordingAdminClient(async () => false);
     const wakeup = kafkaWakeup({
@@ -181,7 +192,9 @@ describeKafka('kafkaWakeup', () => {
     }
   }, 60_000);
 
-  it('a cluster that refuses the creation is warned of once, and the signals still flow on the auto-created topic', async () => {
+  it('a cluster that refuses the creation is warned of once, and the signals still flow on the auto-created topic', async ({
+    expect,
+  }) => {
     const { logger, lines } = recordingLogger();
     const wakeup = kafkaWakeup({
       brokers: KAFKA_BROKERS!,
@@ -203,7 +216,9 @@ describeKafka('kafkaWakeup', () => {
     }
   }, 60_000);
 
-  it('reads the signals topic from its end, outside any shared group: two processes each hear every signal, and none hears an old one', async () => {
+  it('reads the signals topic from its end, outside any shared group: two processes each hear every signal, and none hears an old one', async ({
+    expect,
+  }) => {
     const topic = uniqueTopic('wake');
     // A signal sent before anyone listens: nobody may replay it.
     const old = testProducer();
@@ -235,7 +250,9 @@ describeKafka('kafkaWakeup', () => {
     }
   }, 30_000);
 
-  it('consumes again after its connections are dropped, and then signals its listeners with no topics, since a signal may have been missed', async () => {
+  it('consumes again after its connections are dropped, and then signals its listeners with no topics, since a signal may have been missed', async ({
+    expect,
+  }) => {
     const topic = uniqueTopic('wake');
     const path = await cuttableKafka();
     const { logger, lines } = recordingLogger();
@@ -279,7 +296,9 @@ describeKafka('kafkaWakeup', () => {
     }
   }, 60_000);
 
-  it('gives up on the fifth failure in a row with an ERROR, while listen() resolves and the relay polls on', async () => {
+  it('gives up on the fifth failure in a row with an ERROR, while listen() resolves and the relay polls on', async ({
+    expect,
+  }) => {
     const path = await cuttableKafka();
     path.cut();
     const time = fakeTime();
@@ -313,87 +332,95 @@ describeKafka('kafkaWakeup', () => {
   }, 60_000);
 });
 
-describeEachDialect('kafkaWakeup wakes relays', (dialect) => {
-  let db: TestDatabase;
-  beforeAll(async () => {
-    db = await dialect.open();
-  });
-  afterAll(() => db.cleanup());
-
-  const Committed = event({ schema: z.object({ n: z.number() }) });
-  const RolledBack = event({ schema: z.object({ n: z.number() }) });
-
-  async function startRelay(outbox: Outbox) {
-    const stop = new AbortController();
-    const idle = { waits: 0 };
-    const running = outbox.runRelay({
-      signal: stop.signal,
-      // A poll no test waits out: a delivery that comes fast came from the wakeup.
-      pollIntervalMs: 60_000,
-      sleep: (ms, signal) => {
-        idle.waits += 1;
-        return abortableSleep(ms, signal);
-      },
+// The dialects at once, each with a database, a signals topic and groups of its own.
+describe.concurrent('kafkaWakeup wakes relays, each dialect at once', () => {
+  describeEachDialect('kafkaWakeup wakes relays', (dialect) => {
+    let db: TestDatabase;
+    beforeAll(async () => {
+      db = await dialect.open();
     });
-    await waitFor(() => idle.waits >= 1, 'the relay to go idle', 20_000);
-    return async () => {
-      stop.abort();
-      await running;
-    };
-  }
+    afterAll(() => db.cleanup());
 
-  it.skipIf(KAFKA_BROKERS === null)(
-    'a relay idle on a 60 s poll wakes within a few seconds of a commit, and no signal is sent for a rollback',
-    async () => {
-      const topic = uniqueTopic('wake');
-      const delivered: { n: number; at: number }[] = [];
-      const config = defineOutbox({
-        events: { 'shop.Committed': Committed, 'shop.RolledBack': RolledBack },
-        receivers: {
-          'shop.note': receiver(Committed, {
-            handle: (e) => void delivered.push({ n: e.payload.n, at: Date.now() }),
-          }),
-          'shop.never': receiver(RolledBack, { handle: () => {} }),
+    const Committed = event({ schema: z.object({ n: z.number() }) });
+    const RolledBack = event({ schema: z.object({ n: z.number() }) });
+
+    async function startRelay(outbox: Outbox) {
+      const stop = new AbortController();
+      const idle = { waits: 0 };
+      const running = outbox.runRelay({
+        signal: stop.signal,
+        // A poll no test waits out: a delivery that comes fast came from the wakeup.
+        pollIntervalMs: 60_000,
+        sleep: (ms, signal) => {
+          idle.waits += 1;
+          return abortableSleep(ms, signal);
         },
       });
-      const wakeup = kafkaWakeup({ brokers: KAFKA_BROKERS!, topic, logger: silentLogger, ...FAST });
-      // Another process's listener on the same topic: what was signalled, seen from outside.
-      const witness = kafkaWakeup({
-        brokers: KAFKA_BROKERS!,
-        topic,
-        logger: silentLogger,
-        ...FAST,
-      });
-      const seen = ear();
-      const offWitness = await witness.listen(seen.onSignal, context);
-      const outbox = await openOutbox(db, config, { wakeup });
-      const stop = await startRelay(outbox);
-      try {
-        await db.sequelize
-          .transaction(async (transaction) => {
-            await outbox.fire('shop.RolledBack', { n: 0 }, { transaction });
-            throw new Error('roll it back');
-          })
-          .catch(() => {});
-        const committedAt = Date.now();
-        await db.sequelize.transaction(async (transaction) => {
-          // Two events of one topic in one transaction: one signal.
-          await outbox.fire('shop.Committed', { n: 1 }, { transaction });
-          await outbox.fire('shop.Committed', { n: 2 }, { transaction });
+      await waitFor(() => idle.waits >= 1, 'the relay to go idle', 20_000);
+      return async () => {
+        stop.abort();
+        await running;
+      };
+    }
+
+    it.skipIf(KAFKA_BROKERS === null)(
+      'a relay idle on a 60 s poll wakes within a few seconds of a commit, and no signal is sent for a rollback',
+      async ({ expect }) => {
+        const topic = uniqueTopic('wake');
+        const delivered: { n: number; at: number }[] = [];
+        const config = defineOutbox({
+          events: { 'shop.Committed': Committed, 'shop.RolledBack': RolledBack },
+          receivers: {
+            'shop.note': receiver(Committed, {
+              handle: (e) => void delivered.push({ n: e.payload.n, at: Date.now() }),
+            }),
+            'shop.never': receiver(RolledBack, { handle: () => {} }),
+          },
         });
-        await waitFor(() => delivered.length === 2, 'the woken relay to deliver', 10_000);
-        expect(delivered[0].at - committedAt).toBeLessThan(3_000);
-        await waitFor(() => seen.heard.length > 0, 'the witness to hear the signal', 10_000);
-        // A moment for a second (wrong) signal to show up, had either been sent.
-        await new Promise((r) => setTimeout(r, 500));
-        expect(seen.heard).toEqual([['shop.Committed']]);
-      } finally {
-        await stop();
-        await offWitness();
-        await witness.close();
-        await outbox.close();
-      }
-    },
-    60_000,
-  );
+        const wakeup = kafkaWakeup({
+          brokers: KAFKA_BROKERS!,
+          topic,
+          logger: silentLogger,
+          ...FAST,
+        });
+        // Another process's listener on the same topic: what was signalled, seen from outside.
+        const witness = kafkaWakeup({
+          brokers: KAFKA_BROKERS!,
+          topic,
+          logger: silentLogger,
+          ...FAST,
+        });
+        const seen = ear();
+        const offWitness = await witness.listen(seen.onSignal, context);
+        const outbox = await openOutbox(db, config, { wakeup });
+        const stop = await startRelay(outbox);
+        try {
+          await db.sequelize
+            .transaction(async (transaction) => {
+              await outbox.fire('shop.RolledBack', { n: 0 }, { transaction });
+              throw new Error('roll it back');
+            })
+            .catch(() => {});
+          const committedAt = Date.now();
+          await db.sequelize.transaction(async (transaction) => {
+            // Two events of one topic in one transaction: one signal.
+            await outbox.fire('shop.Committed', { n: 1 }, { transaction });
+            await outbox.fire('shop.Committed', { n: 2 }, { transaction });
+          });
+          await waitFor(() => delivered.length === 2, 'the woken relay to deliver', 10_000);
+          expect(delivered[0].at - committedAt).toBeLessThan(3_000);
+          await waitFor(() => seen.heard.length > 0, 'the witness to hear the signal', 10_000);
+          // A moment for a second (wrong) signal to show up, had either been sent.
+          await new Promise((r) => setTimeout(r, 500));
+          expect(seen.heard).toEqual([['shop.Committed']]);
+        } finally {
+          await stop();
+          await offWitness();
+          await witness.close();
+          await outbox.close();
+        }
+      },
+      60_000,
+    );
+  });
 });
