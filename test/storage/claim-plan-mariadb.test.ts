@@ -51,30 +51,25 @@ describe.skipIf(!inject('mariadbAvailable'))('the claim plan on a large table [m
   });
   afterAll(() => db.cleanup());
 
-  it('reads the owed rows by deliveries_queue and the ordering check by deliveries_ordering, no full scan', async () => {
-    const outbox = createOutbox(config, {
-      ...db.outboxOptions,
-      wakeup: null,
-      logger: silentLogger,
-    });
-    await outbox.migrate();
-    const run = mariadbRunner(db.sequelize);
-    // 50,000 events, 40,000 of them already delivered, seeded in SQL for speed
-    // (seq_1_to_50000: MariaDB's sequence engine).
+  /** 50,000 events, 40,000 of them already delivered, seeded in SQL for speed (seq_1_to_50000: MariaDB's sequence engine). */
+  async function seed(run: ReturnType<typeof mariadbRunner>, prefix: string): Promise<void> {
     await run.run(
-      `INSERT INTO "outbox_events" (uuid, name, payload, occurred_at, recorded_at)
+      `INSERT INTO "${prefix}events" (uuid, name, payload, occurred_at, recorded_at)
        SELECT UUID(), 'a.Happened', JSON_OBJECT('n', seq), 0, 0 FROM seq_1_to_50000`,
       [],
     );
     await run.run(
-      `INSERT INTO "outbox_deliveries" (event_id, receiver_key, status, max_attempts, available_at, ordering_key)
+      `INSERT INTO "${prefix}deliveries" (event_id, receiver_key, status, max_attempts, available_at, ordering_key)
        SELECT id, 'r.one', CASE WHEN id <= 40000 THEN 'succeeded' ELSE 'pending' END, 5, 0,
               CASE WHEN id % 3 = 0 THEN CONCAT('k', id % 100) END
-       FROM "outbox_events"`,
+       FROM "${prefix}events"`,
       [],
     );
-    await run.run('ANALYZE TABLE "outbox_events", "outbox_deliveries"', []);
-    const t = tableNames('outbox_', undefined);
+  }
+
+  /** Every claim shape's plan reads c by deliveries_queue and p by deliveries_ordering. */
+  async function expectPlans(run: ReturnType<typeof mariadbRunner>, prefix: string): Promise<void> {
+    const t = tableNames(prefix, undefined);
     const none: ClaimShape = {
       receiverKeys: false,
       excludeReceiverKeys: false,
@@ -96,12 +91,42 @@ describe.skipIf(!inject('mariadbAvailable'))('the claim plan on a large table [m
       );
       const plan = accesses(JSON.parse(String(Object.values(row ?? {})[0])));
       const deliveries = plan.filter((a) => a.table === 'c' || a.table === 'p');
-      expect(deliveries.find((a) => a.table === 'c')?.key).toBe('outbox_deliveries_queue');
-      expect(deliveries.find((a) => a.table === 'p')?.key).toBe('outbox_deliveries_ordering');
+      expect(deliveries.find((a) => a.table === 'c')?.key).toBe(`${prefix}deliveries_queue`);
+      expect(deliveries.find((a) => a.table === 'p')?.key).toBe(`${prefix}deliveries_ordering`);
       expect(
         deliveries.filter((a) => a.access === 'ALL'),
         JSON.stringify({ shape, plan }),
       ).toEqual([]);
     }
+  }
+
+  it('reads the owed rows by deliveries_queue and the ordering check by deliveries_ordering, no full scan', async () => {
+    const outbox = createOutbox(config, {
+      ...db.outboxOptions,
+      wakeup: null,
+      logger: silentLogger,
+    });
+    await outbox.migrate();
+    const run = mariadbRunner(db.sequelize);
+    await seed(run, 'outbox_');
+    await run.run('ANALYZE TABLE "outbox_events", "outbox_deliveries"', []);
+    await expectPlans(run, 'outbox_');
+  });
+
+  // A new outbox's statistics are taken while its tables are empty; with them MariaDB chose
+  // deliveries_succeeded for the ordering check (about 2,500 rows read per candidate: a
+  // 5,000-event claim took 0.32 s, not 0.02 s), so the check names its index.
+  it('keeps the ordering check on deliveries_ordering with statistics taken on the empty tables', async () => {
+    const outbox = createOutbox(config, {
+      ...db.outboxOptions,
+      tablePrefix: 'fresh_',
+      wakeup: null,
+      logger: silentLogger,
+    });
+    await outbox.migrate();
+    const run = mariadbRunner(db.sequelize);
+    await run.run('ANALYZE TABLE "fresh_events", "fresh_deliveries"', []);
+    await seed(run, 'fresh_');
+    await expectPlans(run, 'fresh_');
   });
 });

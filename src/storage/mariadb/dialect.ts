@@ -13,6 +13,7 @@
  */
 import type { ColumnType, DdlDialect, RowColumn, SqlDialect, SqlType } from '../sql/dialect.js';
 import type { PhaseSql } from '../sql/phase.js';
+import { quoteIdent } from '../tables.js';
 
 /** The type a JSON_TABLE column of a list or a rows parameter reads its values as. */
 const JSON_TABLE_TYPES: Record<SqlType, string> = {
@@ -136,6 +137,7 @@ function dialectOf(name: string, json: string): SqlDialect {
     countUpTo: (rows, cap) =>
       `LEAST((${rows.replace(/^\s*SELECT 1\b/, 'SELECT count(*)')}), ${cap})`,
     least: (a, b) => `LEAST(${a}, ${b})`,
+    indexHint: (index) => ` FORCE INDEX (${quoteIdent(index)})`,
     list: (values, type) => (values ? JSON.stringify(values.map((v) => toMariadb(v, type))) : null),
     value: toMariadb,
     ddl: ddlOf(json),

@@ -80,6 +80,7 @@ export const postgresDialect: SqlDialect = {
   insertSkippingDuplicates: (insert, key) => `${insert} ON CONFLICT (${key.join(', ')}) DO NOTHING`,
   countUpTo: (rows, cap) => `(SELECT count(*) FROM (${rows} LIMIT ${cap}) c)`,
   least: (a, b) => `LEAST(${a}, ${b})`,
+  indexHint: () => '',
   list: (values) => (values ? [...values] : null),
   value: (v) => v ?? null,
   ddl,

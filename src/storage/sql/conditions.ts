@@ -51,11 +51,11 @@ export function lapsed(row: string, now: string): string {
 /**
  * `row` is not held back by its ordering key: it has none, or no earlier row of the same
  * receiver, target and key is still owed or dead. Reads the partial index
- * deliveries_ordering.
+ * deliveries_ordering (named to MariaDB's planner: {@link SqlDialect.indexHint}).
  */
 export function notHeldBack(t: TableNames, d: SqlDialect, row: string): string {
   return `(${row}.ordering_key IS NULL OR NOT EXISTS (
-              SELECT 1 FROM ${t.deliveries} p
+              SELECT 1 FROM ${t.deliveries} p${d.indexHint(`${t.prefix}deliveries_ordering`)}
               WHERE p.receiver_key = ${row}.receiver_key AND p.target = ${row}.target
                 AND p.ordering_key = ${row}.ordering_key AND p.event_id < ${row}.event_id
                 AND ${d.ddl.phase.holdsBack('p')}

@@ -78,6 +78,14 @@ export interface SqlDialect {
   countUpTo(rows: string, cap: string): string;
   /** The smaller of two expressions (`LEAST` / two-argument `MIN`). */
   least(a: string, b: string): string;
+  /**
+   * What follows a table reference that must be read through the index `name` (the whole,
+   * prefixed name): MariaDB's `FORCE INDEX (name)`, nothing on PostgreSQL and SQLite. Only
+   * where a dialect's planner was shown to pick another index: MariaDB's statistics are
+   * taken when a new outbox's tables are empty, and with them it read the ordering check
+   * through deliveries_succeeded (2,500 rows per candidate) instead of deliveries_ordering.
+   */
+  indexHint(name: string): string;
   /** Bind a list (or NULL, when the filter is off). */
   list(values: readonly (string | number)[] | null | undefined, type: SqlType): unknown;
   /** Bind one value of a type (timestamps: Date or epoch milliseconds; ids: text or integer). */

@@ -76,6 +76,7 @@ export const sqliteDialect: SqlDialect = {
   insertSkippingDuplicates: (insert, key) => `${insert} ON CONFLICT (${key.join(', ')}) DO NOTHING`,
   countUpTo: (rows, cap) => `(SELECT count(*) FROM (${rows} LIMIT ${cap}) c)`,
   least: (a, b) => `MIN(${a}, ${b})`,
+  indexHint: () => '',
   list: (values, type) => (values ? JSON.stringify(values.map((v) => toSqlite(v, type))) : null),
   value: toSqlite,
   ddl,
