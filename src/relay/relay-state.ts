@@ -26,6 +26,8 @@ export class RelayState {
   /** How many of the batches in hand only wait for their record. */
   #recording = 0;
   readonly #waiters = new Set<() => void>();
+  /** Waits for a free slot: woken also when a batch's attempts end. */
+  readonly #slotWaiters = new Set<() => void>();
   #idle: AbortController | undefined;
   #interruptIdle: (() => void) | undefined;
   readonly #sleep: (ms: number, signal: AbortSignal) => Promise<void>;
@@ -79,7 +81,7 @@ export class RelayState {
         if (recording) return;
         recording = true;
         this.#recording += 1;
-        this.#interrupt();
+        this.#slotFreed();
       },
     };
     const tracked: Promise<void> = run(held).finally(() => {
@@ -136,10 +138,10 @@ export class RelayState {
   #change(): Promise<void> {
     return new Promise<void>((resolve) => {
       const done = () => {
-        this.#waiters.delete(done);
+        this.#slotWaiters.delete(done);
         resolve();
       };
-      this.#waiters.add(done);
+      this.#slotWaiters.add(done);
     });
   }
 
@@ -161,7 +163,13 @@ export class RelayState {
     this.#interruptIdle?.();
     this.#idle?.abort();
     for (const resolve of [...this.#waiters]) resolve();
+    this.#slotFreed();
   };
+
+  /** Wake what waits for a slot (not what waits for a batch to settle or a wakeup). */
+  #slotFreed(): void {
+    for (const resolve of [...this.#slotWaiters]) resolve();
+  }
 
   async #batchOrWake(): Promise<void> {
     if (this.#inFlight.size === 0 || this.#stop.aborted) return;
