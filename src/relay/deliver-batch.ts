@@ -55,6 +55,12 @@ export interface BatchOptions {
    * @defaultValue false
    */
   readonly runTaskRows?: boolean;
+  /**
+   * Told once every attempt of the batch has ended, before its record: from here the batch
+   * only waits for the database's one statement, and the relay may claim its next batch
+   * meanwhile (relay-state.ts).
+   */
+  readonly onAttemptsEnded?: () => void;
 }
 
 /**
@@ -97,6 +103,7 @@ export async function deliverBatch(
   } finally {
     await lease.dispose();
   }
+  options.onAttemptsEnded?.();
 
   const sorted = sortResults(plan.settled, run.results);
   // Every verdict in one statement; written even when the relay is stopping.

@@ -9,7 +9,7 @@ import { deliverBatch } from './deliver-batch.js';
 import { IdleSweep, monotonicMs } from './idle-prune.js';
 import { type LaneControl, LanePauses, lanesNotSetAside, servedLanes } from './lanes.js';
 import { SchemaRound, servedSchemas, sweepsOf } from './relay-schemas.js';
-import { RelayState } from './relay-state.js';
+import { type HeldBatch, RelayState } from './relay-state.js';
 import { checkTopics, servesTopic } from './relay-topics.js';
 import { SingleRelayLock } from './single-relay-lock.js';
 import { DEFAULT_SUMMARY_INTERVAL_MS, RelaySummary } from './summary.js';
@@ -252,9 +252,12 @@ export async function runRelay(rt: Runtime, options: RunRelayOptions = {}): Prom
   // PostgreSQL: while a batch is delivered, a wakeup starts the next claim at once instead
   // of queueing behind it (a new event's latency is then not the rest of the batch in
   // hand), and so does a claim that came back full (a backlog: the next claim runs in the
-  // database while this batch runs here). The claim's ordering check holds back a key with
-  // an event in flight, so two batches never hold one key's events. A single-writer
-  // database: one batch at a time.
+  // database while this batch runs here). Two batches run their attempts at once, and a
+  // third may be claimed while one of them only waits for its record, so a transport's
+  // send (Redis, a broker) is not followed by its record before the next claim may start
+  // (bench/README.md, "The record's slot"). The claim's ordering check holds back a key
+  // with an event in flight (claimed and not yet recorded, in any batch), so two batches
+  // never hold one key's events. A single-writer database: one batch at a time.
   const state = new RelayState({
     sleep,
     // On the real scheduler, the idle wait a wakeup ends costs no AbortController.
@@ -264,6 +267,7 @@ export async function runRelay(rt: Runtime, options: RunRelayOptions = {}): Prom
         : undefined,
     stop: stop.signal,
     maxInFlight: rt.store.capabilities.splitsQueue ? 2 : 1,
+    maxRecording: rt.store.capabilities.splitsQueue ? 1 : 0,
   });
   const report: RelayReport = { ...zeroCounts(), passes: 0, handedBack: 0 };
   // One line at info every summaryIntervalMs: what the relay did since its last one.
@@ -304,9 +308,10 @@ export async function runRelay(rt: Runtime, options: RunRelayOptions = {}): Prom
   };
 
   /** Deliver one claimed batch and add its outcomes to the report; never throws. */
-  async function runBatch(target: Runtime, claim: Claim): Promise<void> {
+  async function runBatch(target: Runtime, claim: Claim, held: HeldBatch): Promise<void> {
     try {
       const batch = await deliverBatch(target, claim.rows, claim.token, {
+        onAttemptsEnded: held.attemptsEnded,
         concurrency,
         signal: stop.signal,
         leaseSeconds: claim.leaseSeconds,
@@ -403,7 +408,7 @@ export async function runRelay(rt: Runtime, options: RunRelayOptions = {}): Prom
       // An empty claim short of a whole empty round: the next schema's turn, at once.
       if (round.claimed(claim.rows.length)) continue;
       if (claim.rows.length > 0) {
-        state.add(runBatch(target, claim));
+        state.add((held) => runBatch(target, claim, held));
         // A sweep that yielded goes on beside the work (the batch is under way), a batch or
         // a poll interval at a time, so a busy relay's history is still pruned.
         if (sweep?.unfinished) await sweep.maybe(stop.signal, () => state.woken, pollMs);
