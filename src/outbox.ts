@@ -10,6 +10,7 @@ import type { EventDefinition } from './declare/event.js';
 import type { TopicPattern } from './declare/receiver.js';
 import type { AnyEvent, DeliveryStatus } from './declare/types.js';
 import { ConfigurationError } from './errors/outbox-error.js';
+import { migrateEventColumns } from './event-columns/migrate.js';
 import {
   type FiredEvent,
   type FireManyOptions,
@@ -449,7 +450,11 @@ export function createOutbox<C extends OutboxConfig>(
   };
   const outbox: Outbox<C> = {
     config,
-    migrate: () => store.migrate(),
+    migrate: async () => {
+      await store.migrate();
+      // The application's event columns, after the library's own migrations.
+      await migrateEventColumns(runtime);
+    },
     fire: async (name, payload, fireOptions = {}) => {
       refuseClosed('fire()');
       const [fired] = await fireEvents(

@@ -97,6 +97,7 @@ export function decodeEvent(config: OutboxConfig, stored: StoredEvent): OutboxEv
     correlationId: stored.correlationId,
     causedBy: stored.causedBy,
     tenant: stored.tenant,
+    ...(stored.columns ? { columns: stored.columns } : {}),
   };
 }
 

@@ -17,6 +17,13 @@ import {
   rawEventOptions,
 } from './event.js';
 import {
+  type EventColumnDeclaration,
+  eventColumnsSchema,
+  RESERVED_EVENT_COLUMNS,
+  type ResolvedEventColumn,
+  resolveEventColumns,
+} from './event-columns.js';
+import {
   type EventRef,
   type ExecutionSite,
   type FiringEvent,
@@ -55,6 +62,14 @@ export interface OutboxConfigInput<E extends Record<string, EventDefinition>> {
    * { ... })`); their topics become declared events of this config.
    */
   readonly capture?: readonly CaptureDefinition[];
+  /**
+   * The event's own columns on the events table (the reference's `extra_field_values`):
+   * what an event is about (`order_id: { type: 'bigint', index: true }`), filled by
+   * `fire(…, { columns })` and capture's `extend`, added by `migrate`, carried on the
+   * delivered event's `columns` and narrowing the operator's operations. Always nullable.
+   * @defaultValue none
+   */
+  readonly eventColumns?: Readonly<Record<string, EventColumnDeclaration>>;
 }
 
 /** One declared event, resolved (declared in event.ts, where capture.ts can read it too). */
@@ -154,6 +169,8 @@ export interface OutboxConfig<
   readonly settings: ResolvedSettings;
   /** Every declared change capture, resolved, in declaration order. */
   readonly captures: readonly ResolvedCapture[];
+  /** The declared event columns (`eventColumns`), sorted by name; empty for none. */
+  readonly eventColumns: readonly ResolvedEventColumn[];
   /** The route of a declared event, or undefined for a name never declared. */
   route(name: string): EventRoute | undefined;
   /** The receiver with this key, or undefined. */
@@ -376,10 +393,11 @@ function nestedKind(path: readonly PropertyKey[]): string | undefined {
 const KNOWN_KEYS: Record<string, readonly string[]> = {
   backoff: ['baseSeconds', 'capSeconds'],
   duration: ['days', 'hours', 'minutes', 'seconds', 'milliseconds'],
-  root: ['events', 'receivers', 'settings', 'capture'],
+  root: ['events', 'receivers', 'settings', 'capture', 'eventColumns'],
   settings: Object.keys(settingsSchema.shape),
   event: Object.keys(eventOptionsSchema.shape),
   receiver: Object.keys(receiverOptionsSchema.shape),
+  eventColumn: ['type', 'index'],
 };
 
 /**
@@ -469,8 +487,9 @@ export function defineOutbox<const E extends Record<string, EventDefinition>>(
         capture: z
           .array(z.unknown(), { error: 'must be an array of capture(Model, { ... })' })
           .optional(),
+        eventColumns: z.unknown().optional(),
       },
-      { error: 'must be an object { events, receivers?, settings?, capture? }' },
+      { error: 'must be an object { events, receivers?, settings?, capture?, eventColumns? }' },
     )
     .safeParse(input, { reportInput: true });
   if (!root.success) raise(root.error.issues, [], 'root');
@@ -488,6 +507,20 @@ export function defineOutbox<const E extends Record<string, EventDefinition>>(
       ['settings', 'backoff', 'capSeconds'],
       `must be ≥ settings.backoff.baseSeconds (${settings.backoff.baseSeconds})`,
     );
+  }
+
+  const columnsResult = eventColumnsSchema.safeParse(input.eventColumns ?? {}, {
+    reportInput: true,
+  });
+  if (!columnsResult.success) raise(columnsResult.error.issues, ['eventColumns'], 'eventColumn');
+  const eventColumns = resolveEventColumns(columnsResult.data);
+  for (const c of eventColumns) {
+    if (RESERVED_EVENT_COLUMNS.includes(c.name)) {
+      throw configError(
+        ['eventColumns', c.name],
+        `is a column of the outbox's own (${RESERVED_EVENT_COLUMNS.join(', ')}); name the event column otherwise, e.g. "${c.name}_ref"`,
+      );
+    }
   }
 
   const events = new Map<string, ResolvedEvent>();
@@ -624,6 +657,7 @@ export function defineOutbox<const E extends Record<string, EventDefinition>>(
     ].sort(),
     settings,
     captures,
+    eventColumns,
     route: (name: string) => routes.get(name),
     receiver: (key: string) => byKey.get(key),
   });

@@ -1,5 +1,7 @@
 import type { Transaction } from 'sequelize';
+import type { EventColumnValue, ResolvedEventColumn } from '../declare/event-columns.js';
 import type { DeliveryStatus } from '../declare/types.js';
+import type { TableColumn } from './sql/dialect.js';
 
 /** One event row to write. Payload and headers are already encoded JSON text. */
 export interface EventRowInput {
@@ -69,6 +71,11 @@ export interface StoredEvent {
   readonly causedBy: string | null;
   /** The event's tenant, or null; its keys above are as given (the tenant's prefix stripped). */
   readonly tenant: string | null;
+  /**
+   * The declared event columns (`eventColumns`), read apart from the event row (never by the
+   * claim's own statement) where the outbox declares some; absent where it declares none.
+   */
+  readonly columns?: Readonly<Record<string, EventColumnValue>>;
 }
 
 /** Identifies one claim: who took the rows, and when (on the real clock). */
@@ -461,7 +468,7 @@ export interface SingleWriterLock {
  * conformance suite (`test/storage/store-conformance.test.ts`) holds every implementation
  * to the same behaviour, role by role.
  */
-export interface OutboxStore extends EventLog, DeliveryQueue, Maintenance {
+export interface OutboxStore extends EventLog, DeliveryQueue, Maintenance, EventColumnStore {
   /** The dialect's name, for messages only: decisions read {@link capabilities}. */
   readonly dialect: string;
   readonly capabilities: DialectCapabilities;
@@ -469,6 +476,49 @@ export interface OutboxStore extends EventLog, DeliveryQueue, Maintenance {
   migrate(): Promise<void>;
   /** Present when the dialect cannot split the queue: the one-relay-at-a-time lock. */
   readonly relayLock: SingleWriterLock | undefined;
+}
+
+/**
+ * The application's own columns of the events table (`defineOutbox({ eventColumns })`,
+ * sql/event-columns.ts). Asked only by an outbox that declares some: the claim, the insert
+ * and the operations' statements of one that declares none are unchanged.
+ */
+export interface EventColumnStore {
+  /** What the events table has: its columns (types lower-cased, as the database names them) and index names. */
+  describeEventsTable(): Promise<{
+    readonly columns: readonly TableColumn[];
+    readonly indexes: readonly string[];
+  }>;
+  /** The statements that add the columns and build the indexes `add` and `index` name, in one transaction where DDL has one. */
+  addEventColumns(
+    add: readonly ResolvedEventColumn[],
+    index: readonly ResolvedEventColumn[],
+  ): Promise<void>;
+  /** The statements {@link addEventColumns} would run, as text (`outbox migrate --print-sql`). */
+  eventColumnStatements(
+    add: readonly ResolvedEventColumn[],
+    index: readonly ResolvedEventColumn[],
+  ): string[];
+  /** Set the columns of events just written, one UPDATE each, by primary key, in `transaction`. */
+  writeEventColumns(items: readonly EventColumnWrite[], transaction: Transaction): Promise<void>;
+  /** The declared columns of events, by sequence: each value as the driver returned it. */
+  readEventColumns(
+    sequences: readonly string[],
+    columns: readonly ResolvedEventColumn[],
+    transaction?: Transaction,
+  ): Promise<Map<string, Record<string, unknown>>>;
+  /** The sequences of the events whose columns equal the values given (null: none), oldest first. */
+  eventsWithColumns(
+    equal: readonly { readonly column: ResolvedEventColumn; readonly value: unknown }[],
+  ): Promise<string[]>;
+}
+
+/** One event's columns to set, after the insert that wrote it. */
+export interface EventColumnWrite {
+  readonly sequence: string;
+  readonly columns: readonly ResolvedEventColumn[];
+  /** The values, in `columns`' order, as {@link SqlDialect.value} binds them. */
+  readonly values: readonly (string | number | boolean | Date | null)[];
 }
 
 /** A delivery row as stored. */

@@ -5,6 +5,7 @@
  * insert, its claim, its record, its migrate specifics and its single-writer lock, if any.
  */
 import { type Sequelize, Transaction } from 'sequelize';
+import type { ResolvedEventColumn } from '../../declare/event-columns.js';
 import type { DeliveryStatus } from '../../declare/types.js';
 import {
   countsFrom,
@@ -27,6 +28,7 @@ import type {
   DeliveryRow,
   DialectCapabilities,
   DueEvent,
+  EventColumnWrite,
   EventLockSelection,
   EventRowInput,
   InsertOptions,
@@ -43,7 +45,15 @@ import type {
 } from '../store.js';
 import type { TableNames } from '../tables.js';
 import { type ClaimShape, claimFilterBind } from './claim-filter.js';
-import type { SqlDialect, SqlRunner } from './dialect.js';
+import type { SqlDialect, SqlRunner, TableColumn } from './dialect.js';
+import {
+  addEventColumnSql,
+  createEventColumnIndexSql,
+  eventsWithColumnsSql,
+  readEventColumnsSql,
+  SQL_TYPE_OF,
+  writeEventColumnsSql,
+} from './event-columns.js';
 import { healthSql, lastSucceededSql, RECEIVER_KEY_COLUMNS } from './health.js';
 import {
   ADD_COLUMNS,
@@ -128,6 +138,87 @@ export abstract class SqlStore implements OutboxStore {
   /** The parameters $1, $2 of a compare-and-set on `token`. */
   protected tokenBind(token: ClaimToken): unknown[] {
     return [token.workerId, this.d.value(token.claimedAt, 'timestamp')];
+  }
+
+  async describeEventsTable(): Promise<{ columns: TableColumn[]; indexes: string[] }> {
+    const spelling = this.d.ddl.eventColumns;
+    const c = spelling.columnsSql(this.t);
+    const i = spelling.indexesSql(this.t);
+    const columns = await this.runner.select<{ name: string; type: string }>(c.sql, [...c.bind]);
+    const indexes = await this.runner.select<{ name: string }>(i.sql, [...i.bind]);
+    return {
+      columns: columns.map((r) => ({ name: String(r.name), type: String(r.type).toLowerCase() })),
+      indexes: indexes.map((r) => String(r.name)),
+    };
+  }
+
+  eventColumnStatements(
+    add: readonly ResolvedEventColumn[],
+    index: readonly ResolvedEventColumn[],
+  ): string[] {
+    const spelling = this.d.ddl.eventColumns;
+    return [
+      ...add.map((c) => addEventColumnSql(this.t, spelling, c)),
+      ...index.map((c) => createEventColumnIndexSql(this.t, spelling, c)),
+    ];
+  }
+
+  async addEventColumns(
+    add: readonly ResolvedEventColumn[],
+    index: readonly ResolvedEventColumn[],
+  ): Promise<void> {
+    const statements = this.eventColumnStatements(add, index);
+    if (statements.length === 0) return;
+    // One transaction: PostgreSQL and SQLite roll back a half-done set; MariaDB commits
+    // each DDL statement by itself (a rerun of migrate adds what is still missing).
+    await this.sequelize.transaction(async (transaction) => {
+      for (const statement of statements) await this.runner.run(statement, [], transaction);
+    });
+  }
+
+  async writeEventColumns(
+    items: readonly EventColumnWrite[],
+    transaction: Transaction,
+  ): Promise<void> {
+    for (const item of items) {
+      await this.runner.run(
+        writeEventColumnsSql(this.t, this.d, item.columns),
+        [
+          ...item.columns.map((c, i) => this.d.value(item.values[i], SQL_TYPE_OF[c.type])),
+          this.d.value(item.sequence, 'bigint'),
+        ],
+        transaction,
+      );
+    }
+  }
+
+  async readEventColumns(
+    sequences: readonly string[],
+    columns: readonly ResolvedEventColumn[],
+    transaction?: Transaction,
+  ): Promise<Map<string, Record<string, unknown>>> {
+    const found = new Map<string, Record<string, unknown>>();
+    if (sequences.length === 0 || columns.length === 0) return found;
+    const rows = await this.runner.select(
+      readEventColumnsSql(this.t, this.d, columns),
+      [this.d.list(sequences, 'bigint')],
+      transaction,
+    );
+    for (const r of rows) found.set(String(r.id), r);
+    return found;
+  }
+
+  async eventsWithColumns(
+    equal: readonly { readonly column: ResolvedEventColumn; readonly value: unknown }[],
+  ): Promise<string[]> {
+    const shape = equal.map((e) => ({ column: e.column, isNull: e.value === null }));
+    const bind = equal
+      .filter((e) => e.value !== null)
+      .map((e) =>
+        this.d.value(e.value as string | number | boolean | Date, SQL_TYPE_OF[e.column.type]),
+      );
+    const rows = await this.runner.select(eventsWithColumnsSql(this.t, this.d, shape), bind);
+    return rows.map((r) => String(r.id));
   }
 
   async readEvents(
