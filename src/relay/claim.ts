@@ -77,7 +77,9 @@ export async function claimBatch(rt: Runtime, request: ClaimRequest): Promise<Cl
   });
   // The event's own columns, read apart (never by the claim's statement), only where declared.
   const rows =
-    rt.config.eventColumns.length === 0 ? claimed : await claimedWithColumns(rt, claimed);
+    rt.config.eventColumns.length === 0 || claimed.length === 0
+      ? claimed
+      : await claimedWithColumns(rt, claimed, token);
   // A measurement, not a decision: the monotonic clock, not the runtime's (which tests move).
   rt.events.emit('relay:claimed', { rows: rows.length, durationMs: performance.now() - started });
   return { token, rows, leaseSeconds, leaseUntil };
@@ -87,13 +89,24 @@ export async function claimBatch(rt: Runtime, request: ClaimRequest): Promise<Cl
 async function claimedWithColumns(
   rt: Runtime,
   rows: readonly ClaimedDelivery[],
+  token: ClaimToken,
 ): Promise<ClaimedDelivery[]> {
-  const events = await withColumns(
-    rt,
-    rows.map((r) => r.event),
-    'the relay',
-  );
-  return rows.map((r, i) => ({ ...r, event: events[i] }));
+  try {
+    const events = await withColumns(
+      rt,
+      rows.map((r) => r.event),
+      'the relay',
+    );
+    return rows.map((r, i) => ({ ...r, event: events[i] }));
+  } catch (error) {
+    // Not delivered: handed back at once, owed as before, not left to a lease to lapse.
+    await rt.store.release(
+      rows.map((r) => r.id),
+      token,
+      rt.clock(),
+    );
+    throw error;
+  }
 }
 
 /** The receiver-key filter of a request: its lanes', and its own keys', both holding. */
