@@ -1,9 +1,13 @@
+import { DataTypes } from 'sequelize';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { z } from 'zod';
 import {
+  type CapturedChange,
   ConfigurationError,
+  capture,
   defineOutbox,
   event,
+  installCapture,
   type OutboxEvent,
   receiver,
   ValidationError,
@@ -243,5 +247,80 @@ describeEachDialect('event columns: extra_field_values', (dialect) => {
     await drainOutbox(outbox);
     expect(seen).toHaveLength(1);
     expect('columns' in seen[0]).toBe(false);
+  });
+
+  it('capture’s extend and extendMany fill the captured event’s columns, checked as fire’s', async () => {
+    const schema = db.outboxOptions.schema ? { schema: db.outboxOptions.schema } : {};
+    const Order = db.sequelize.define(
+      'ColOrder',
+      { total: DataTypes.INTEGER, region: DataTypes.STRING },
+      { tableName: 'col_orders', timestamps: false, ...schema },
+    );
+    const Line = db.sequelize.define(
+      'ColLine',
+      { qty: DataTypes.INTEGER },
+      { tableName: 'col_lines', timestamps: false, ...schema },
+    );
+    await Promise.all([Order.sync(), Line.sync()]);
+    const seen: OutboxEvent[] = [];
+    const config = defineOutbox({
+      events: {},
+      receivers: {
+        'orders.log': receiver('shop.col_order.inserted', { handle: (e) => void seen.push(e) }),
+        'lines.log': receiver('shop.col_line.inserted', { handle: (e) => void seen.push(e) }),
+      },
+      capture: [
+        capture(Order, {
+          app: 'shop',
+          topic: 'shop.col_order.{operation}',
+          operations: ['inserted'],
+          extend: (change: CapturedChange) => ({
+            columns: {
+              order_id: change.pk as number,
+              region: (change.after as { region: string }).region,
+            },
+          }),
+        }),
+        capture(Line, {
+          app: 'shop',
+          topic: 'shop.col_line.{operation}',
+          operations: ['inserted'],
+          extendMany: (changes: readonly CapturedChange[]) =>
+            changes.map((c) => {
+              const qty = (c.after as { qty: number }).qty;
+              // 7 lines make half a batch: no integer.
+              return { columns: { batch: qty === 7 ? 3.5 : qty } };
+            }),
+        }),
+      ],
+      eventColumns: {
+        order_id: { type: 'bigint' },
+        region: { type: 'text' },
+        batch: { type: 'integer' },
+      },
+    });
+    const outbox = await openOutbox(db, config);
+    installCapture(outbox, db.sequelize);
+    {
+      const order = await Order.create({ total: 10, region: 'eu' });
+      await Line.bulkCreate([{ qty: 2 }, { qty: 3 }]);
+      await drainOutbox(outbox);
+      expect(seen.map((e) => [e.name, e.columns])).toEqual([
+        [
+          'shop.col_order.inserted',
+          { order_id: String(order.get('id')), region: 'eu', batch: null },
+        ],
+        ['shop.col_line.inserted', { order_id: null, region: null, batch: 2 }],
+        ['shop.col_line.inserted', { order_id: null, region: null, batch: 3 }],
+      ]);
+      // A value of the wrong type fails the write, as fire() refuses it.
+      await expect(
+        db.sequelize.transaction((transaction) =>
+          Order.create({ total: 1, region: 'x'.repeat(3) }, { transaction }).then(() =>
+            Line.create({ qty: 7 }, { transaction }),
+          ),
+        ),
+      ).rejects.toThrow(/columns\.batch must be an integer/);
+    }
   });
 });
