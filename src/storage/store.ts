@@ -350,6 +350,8 @@ export interface Maintenance {
     limit: number;
     /** Only this tenant's dead letters. */
     tenant?: string;
+    /** Only the dead letters of these events (sequences); an empty list: none. */
+    events?: readonly string[];
   }): Promise<DeadLetterRow[]>;
 
   // Prune and cleanup (issue 9): see storage/sql/prune.ts for the due rules and indexes.
@@ -593,4 +595,9 @@ export interface DeadFilter {
   readonly topics?: readonly string[];
   /** Only rows whose event belongs to one of these tenants (an empty list: none). */
   readonly tenants?: readonly string[];
+  /**
+   * Only rows of these events (sequences; an empty list: none): an operation's `columns`,
+   * resolved to the events that hold them.
+   */
+  readonly events?: readonly string[];
 }

@@ -524,7 +524,11 @@ export abstract class SqlStore implements OutboxStore {
   ): Promise<string[]> {
     if (nothingDead(filter) || limit <= 0) return [];
     const rows = await this.runner.select(
-      this.ops.deadCandidates(filter.topics !== undefined, filter.tenants !== undefined),
+      this.ops.deadCandidates(
+        filter.topics !== undefined,
+        filter.tenants !== undefined,
+        filter.events !== undefined,
+      ),
       deadCandidatesBind(this.d, filter, limit),
       transaction,
     );
@@ -534,7 +538,11 @@ export abstract class SqlStore implements OutboxStore {
   async countDeadDeliveries(filter: DeadFilter, limit: number): Promise<number> {
     if (nothingDead(filter) || limit <= 0) return 0;
     const [row] = await this.runner.select(
-      this.ops.countDeadCandidates(filter.topics !== undefined, filter.tenants !== undefined),
+      this.ops.countDeadCandidates(
+        filter.topics !== undefined,
+        filter.tenants !== undefined,
+        filter.events !== undefined,
+      ),
       deadCandidatesBind(this.d, filter, limit),
     );
     return Number(row?.n ?? 0);
@@ -553,13 +561,20 @@ export abstract class SqlStore implements OutboxStore {
     receiverKey?: string;
     limit: number;
     tenant?: string;
+    events?: readonly string[];
   }): Promise<DeadLetterRow[]> {
+    if (filter.events?.length === 0) return [];
     const rows = await this.runner.select(
-      filter.tenant === undefined ? this.ops.deadLetters : this.ops.deadLettersOfTenant,
+      filter.events !== undefined
+        ? this.ops.deadLettersOfEvents(filter.tenant !== undefined)
+        : filter.tenant === undefined
+          ? this.ops.deadLetters
+          : this.ops.deadLettersOfTenant,
       [
         filter.receiverKey ?? null,
         filter.limit,
         ...(filter.tenant === undefined ? [] : [filter.tenant]),
+        ...(filter.events === undefined ? [] : [this.d.list(filter.events, 'bigint')]),
       ],
     );
     return rows.map((r) => ({
@@ -581,7 +596,12 @@ export abstract class SqlStore implements OutboxStore {
 
 /** A dead-row filter that admits nothing: an empty list of ids, topics or tenants. */
 function nothingDead(f: DeadFilter): boolean {
-  return f.deliveryIds?.length === 0 || f.topics?.length === 0 || f.tenants?.length === 0;
+  return (
+    f.deliveryIds?.length === 0 ||
+    f.topics?.length === 0 ||
+    f.tenants?.length === 0 ||
+    f.events?.length === 0
+  );
 }
 
 /** Thrown inside a handler's transaction to roll it back when the acknowledgement lost. */
