@@ -17,6 +17,7 @@ import {
   rawEventOptions,
 } from './event.js';
 import {
+  columnNameProblem,
   type EventColumnDeclaration,
   eventColumnsSchema,
   RESERVED_EVENT_COLUMNS,
@@ -509,6 +510,17 @@ export function defineOutbox<const E extends Record<string, EventDefinition>>(
     );
   }
 
+  const declaredColumns: unknown = input.eventColumns;
+  const columnNames =
+    typeof declaredColumns === 'object' &&
+    declaredColumns !== null &&
+    !Array.isArray(declaredColumns)
+      ? Object.keys(declaredColumns)
+      : [];
+  for (const name of columnNames) {
+    const problem = columnNameProblem(name);
+    if (problem) throw configError(['eventColumns', name], problem);
+  }
   const columnsResult = eventColumnsSchema.safeParse(input.eventColumns ?? {}, {
     reportInput: true,
   });

@@ -90,10 +90,7 @@ export const EVENT_COLUMN_NAME = /^[a-z][a-z0-9_]{0,39}$/;
 
 /** The zod schema of `defineOutbox({ eventColumns })`. */
 export const eventColumnsSchema = z.record(
-  z.string().regex(EVENT_COLUMN_NAME, {
-    error:
-      'is not a valid column name: lower-case letters, digits and _, starting with a letter, at most 40 characters',
-  }),
+  z.string(),
   z.strictObject(
     {
       type: z.enum(EVENT_COLUMN_TYPES as [EventColumnType, ...EventColumnType[]], {
@@ -108,6 +105,13 @@ export const eventColumnsSchema = z.record(
       "must be an object of { type, index? } by column name, e.g. { order_id: { type: 'bigint' } }",
   },
 );
+
+/** Why `name` is no event column name, or undefined when it is one. */
+export function columnNameProblem(name: string): string | undefined {
+  return EVENT_COLUMN_NAME.test(name)
+    ? undefined
+    : 'is not a valid column name: lower-case letters, digits and _, starting with a letter, at most 40 characters';
+}
 
 /** The declared columns, sorted by name (validated by {@link eventColumnsSchema} first). */
 export function resolveEventColumns(
