@@ -297,7 +297,14 @@ export interface Maintenance {
    * dead (`outbox.health()`); served by the owed and dead rows' indexes, never by history.
    * With a tenant, only the rows of its events (each read through the events' primary key).
    */
-  readBacklog(now: Date, filter?: { readonly tenant?: string }): Promise<BacklogRow[]>;
+  readBacklog(
+    now: Date,
+    filter?: {
+      readonly tenant?: string;
+      /** Only the rows of these events (sequences; an empty list: none): `health({ columns })`. */
+      readonly events?: readonly string[];
+    },
+  ): Promise<BacklogRow[]>;
   /**
    * Each of these receiver keys with its newest success, from its live rows and from the
    * last-success table the prune keeps (`outbox.quietReceivers()`); one entry per key.

@@ -26,7 +26,7 @@ describeEachDialect(
 
     const cli = (...args: string[]) => runCliInProcess([...args, '-c', COLUMNS_CONFIG, ...db.args]);
 
-    it('--column name=value narrows dead and requeue-dead to the events holding it', async () => {
+    it('--column name=value narrows dead, health and requeue-dead to the events holding it', async () => {
       outbox = createOutbox(config, { ...db.outboxOptions, logger: silentLogger, wakeup: null });
       await outbox.migrate();
       await outbox.fire('test.Ping', { n: 0 }, { columns: { order_id: 42, paid: true } });
@@ -38,7 +38,9 @@ describeEachDialect(
       expect(JSON.parse(dead.stdout)).toHaveLength(2);
       const both = await cli('dead', '--column', 'order_id=42', '--column', 'paid=false', '--json');
       expect(JSON.parse(both.stdout)).toHaveLength(1);
-      const requeued = await cli('requeue-dead', '--column', 'order_id=7', '--json');
+      const health = await cli('health', '--column', 'order_id=42', '--json');
+    expect(JSON.parse(health.stdout)).toMatchObject({ dead: 2 });
+    const requeued = await cli('requeue-dead', '--column', 'order_id=7', '--json');
       expect([requeued.code, JSON.parse(requeued.stdout)]).toEqual([0, { requeued: 1 }]);
       const wrong = await cli('dead', '--column', 'paid=maybe');
       expect(wrong.code).toBe(1);

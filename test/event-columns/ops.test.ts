@@ -39,7 +39,7 @@ describeEachDialect('event columns: operations narrowed by columns', (dialect) =
   });
   afterAll(() => db.cleanup());
 
-  it('deadLetters and requeueDead take { columns } (equality; null for none); other events’ rows are left alone', async () => {
+  it('health, deadLetters and requeueDead take { columns } (equality; null for none); other events’ rows are left alone', async () => {
     const seen: OutboxEvent[] = [];
     const failing = new Set([1, 2, 3, 4]);
     const outbox = await openOutbox(db, opsConfig(seen, failing));
@@ -55,6 +55,9 @@ describeEachDialect('event columns: operations narrowed by columns', (dialect) =
     expect(await outbox.deadLetters({ columns: { order_id: null } })).toHaveLength(1);
     expect(await outbox.deadLetters({ columns: { order_id: 1000 } })).toEqual([]);
 
+    expect((await outbox.health({ columns: { order_id: 42 } })).dead).toBe(2);
+    expect((await outbox.health({ columns: { region: 'us' } })).dead).toBe(1);
+    expect((await outbox.health({ columns: { order_id: 1000 } })).dead).toBe(0);
     expect(await outbox.requeueDead({ columns: { order_id: 42 }, dryRun: true })).toBe(2);
     failing.clear();
     expect(await outbox.requeueDead({ columns: { order_id: '42' } })).toBe(2);

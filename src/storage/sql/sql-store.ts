@@ -388,10 +388,21 @@ export abstract class SqlStore implements OutboxStore {
   #tenantBacklogSql: string | undefined;
   #lastSucceededSql: string | undefined;
 
-  async readBacklog(now: Date, filter: { readonly tenant?: string } = {}): Promise<BacklogRow[]> {
+  async readBacklog(
+    now: Date,
+    filter: { readonly tenant?: string; readonly events?: readonly string[] } = {},
+  ): Promise<BacklogRow[]> {
     const at = this.d.value(now, 'timestamp');
     let rows: Row[];
-    if (filter.tenant === undefined) {
+    if (filter.events !== undefined) {
+      if (filter.events.length === 0) return [];
+      const ofTenant = filter.tenant !== undefined;
+      rows = await this.runner.select(healthSql(this.t, this.d, ofTenant, true), [
+        at,
+        ...(ofTenant ? [this.d.list([filter.tenant as string], 'text')] : []),
+        this.d.list(filter.events, 'bigint'),
+      ]);
+    } else if (filter.tenant === undefined) {
       this.#backlogSql ??= healthSql(this.t, this.d);
       rows = await this.runner.select(this.#backlogSql, [at]);
     } else {
