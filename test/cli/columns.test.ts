@@ -39,8 +39,8 @@ describeEachDialect(
       const both = await cli('dead', '--column', 'order_id=42', '--column', 'paid=false', '--json');
       expect(JSON.parse(both.stdout)).toHaveLength(1);
       const health = await cli('health', '--column', 'order_id=42', '--json');
-    expect(JSON.parse(health.stdout)).toMatchObject({ dead: 2 });
-    const requeued = await cli('requeue-dead', '--column', 'order_id=7', '--json');
+      expect(JSON.parse(health.stdout)).toMatchObject({ dead: 2 });
+      const requeued = await cli('requeue-dead', '--column', 'order_id=7', '--json');
       expect([requeued.code, JSON.parse(requeued.stdout)]).toEqual([0, { requeued: 1 }]);
       const wrong = await cli('dead', '--column', 'paid=maybe');
       expect(wrong.code).toBe(1);
