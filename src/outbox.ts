@@ -155,7 +155,10 @@ export interface Outbox<C extends OutboxConfig = OutboxConfig> {
   readonly config: C;
   /**
    * Create or upgrade the outbox's tables. Idempotent, and safe when two processes run it
-   * at once (PostgreSQL: an advisory lock; SQLite: an immediate transaction).
+   * at once (PostgreSQL: an advisory lock; SQLite: an immediate transaction). Then add the
+   * declared event columns (`defineOutbox({ eventColumns })`) and their indexes that the
+   * events table lacks; a column no longer declared is kept (and logged), never dropped.
+   * @throws {ConfigurationError} for an event column whose type differs from its declaration.
    */
   migrate(): Promise<void>;
   /**
