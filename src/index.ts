@@ -120,6 +120,7 @@ export {
 export type {
   Catalogue,
   CatalogueEvent,
+  CatalogueEventColumn,
   CatalogueField,
   CatalogueReceiver,
 } from './introspect/index.js';
