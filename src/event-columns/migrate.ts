@@ -41,7 +41,19 @@ export async function migrateEventColumns(rt: Runtime): Promise<EventColumnPlan>
     );
   }
   if (isPending(plan)) {
-    await rt.store.addEventColumns(plan.add, plan.index);
+    // Two migrators at once: the other may add a column or an index first (a duplicate),
+    // and MariaDB commits each DDL statement by itself. Read the table again and add what
+    // is still missing; a third failure is a real one.
+    let pending = plan;
+    for (let tries = 1; isPending(pending); tries++) {
+      try {
+        await rt.store.addEventColumns(pending.add, pending.index);
+        break;
+      } catch (error) {
+        pending = await eventColumnPlan(rt);
+        if (tries >= 3 && isPending(pending)) throw error;
+      }
+    }
     rt.logger.info(`migrate(): event columns of ${rt.tables.events}: ${describePending(plan)}`);
   }
   return plan;

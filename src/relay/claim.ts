@@ -85,8 +85,11 @@ export async function claimBatch(rt: Runtime, request: ClaimRequest): Promise<Cl
   return { token, rows, leaseSeconds, leaseUntil };
 }
 
-/** The claimed rows with their events' declared columns, read in one statement. */
-async function claimedWithColumns(
+/**
+ * The claimed rows with their events' declared columns, read in one statement (a claim's,
+ * and a task worker's take of one row); on failure the rows are handed back, then it throws.
+ */
+export async function claimedWithColumns(
   rt: Runtime,
   rows: readonly ClaimedDelivery[],
   token: ClaimToken,

@@ -201,6 +201,25 @@ describeEachDialect('event columns: extra_field_values', (dialect) => {
     expect(seen[50].columns).toEqual({ order_id: '7' });
   });
 
+  it('two processes migrating the same declared columns at once both succeed', async () => {
+    const prefix = freshPrefix();
+    const config = columnConfig([], { order_id: { type: 'bigint', index: true } });
+    await openOutbox(db, columnConfig([], {}), { tablePrefix: prefix });
+    const { createOutbox } = await import('../../src/index.js');
+    const open = () =>
+      createOutbox(config, {
+        ...db.outboxOptions,
+        wakeup: null,
+        tablePrefix: prefix,
+        logger: { debug() {}, info() {}, warn() {}, error() {} },
+      });
+    const [a, b] = [open(), open()];
+    await Promise.all([a.migrate(), b.migrate()]);
+    const table = await runtimeOf(a).store.describeEventsTable();
+    expect(table.columns.filter((c) => c.name === 'order_id')).toHaveLength(1);
+    expect(table.indexes).toContain(`${prefix}events_col_order_id`);
+  });
+
   it('migrate refuses a column whose type differs from its declaration, naming both', async () => {
     const prefix = freshPrefix();
     await openOutbox(db, columnConfig([], { order_id: { type: 'text' } }), { tablePrefix: prefix });
