@@ -438,6 +438,11 @@ export interface PruneWindow {
    * needs no tenant: the events it is handed were found among the tenant's.
    */
   readonly tenant?: string;
+  /**
+   * Only these events (sequences; an empty list: none): `pruneEvents({ columns })`, resolved
+   * to the events holding the values. The re-check at the delete needs no list either.
+   */
+  readonly events?: readonly string[];
 }
 
 /** An event due for deletion and how many delivery rows go with it. */

@@ -8,6 +8,7 @@ import {
   receiver,
   ValidationError,
 } from '../../src/index.js';
+import { runtimeOf } from '../../src/runtime.js';
 import type { TestDatabase } from '../../testing/databases.js';
 import { drainOutbox } from '../../testing/index.js';
 import { openOutbox, rowsOf } from '../relay/support.js';
@@ -79,6 +80,23 @@ describeEachDialect('event columns: operations narrowed by columns', (dialect) =
     expect(cancelled).toEqual({ cancelled: 0, inFlight: 0, missing: [a.id] });
     const cancelledA = await outbox.cancelDeliveries([a, b], { columns: { order_id: 42 } });
     expect(cancelledA).toEqual({ cancelled: 1, inFlight: 0, missing: [b.id] });
+  });
+
+  it('pruneEvents({ columns }) deletes only the due events holding the values', async () => {
+    const outbox = await openOutbox(db, opsConfig([], new Set()));
+    await outbox.fire('shop.Placed', { n: 1 }, { columns: { order_id: 42 } });
+    await outbox.fire('shop.Placed', { n: 2 }, { columns: { order_id: 42 } });
+    await outbox.fire('shop.Placed', { n: 3 }, { columns: { order_id: 7 } });
+    await drainOutbox(outbox);
+    const now = new Date(Date.now() + 40 * 86_400_000);
+    const olderThan = { days: 30 };
+    expect(
+      await outbox.pruneEvents({ now, olderThan, columns: { order_id: 42 }, dryRun: true }),
+    ).toBe(2);
+    expect(await outbox.pruneEvents({ now, olderThan, columns: { order_id: 42 } })).toBe(2);
+    const left = await runtimeOf(outbox).store.readEvents({});
+    expect(left.map((e) => e.payload as { n: number } | string)).toHaveLength(1);
+    expect(await outbox.pruneEvents({ now, olderThan, columns: { order_id: 1 } })).toBe(0);
   });
 
   it('an operation’s columns are checked as fire’s: an undeclared column or a wrong type is a ValidationError', async () => {
