@@ -207,7 +207,7 @@ export async function ofColumns<E extends { readonly sequence: string }>(
   rt: Runtime,
   events: readonly E[],
   equal: readonly { readonly column: ResolvedEventColumn; readonly value: unknown }[] | undefined,
-  transaction: Transaction,
+  transaction?: Transaction,
 ): Promise<readonly E[]> {
   if (equal === undefined || events.length === 0) return events;
   const rows = await rt.store.readEventColumns(

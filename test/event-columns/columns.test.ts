@@ -14,7 +14,7 @@ import {
 } from '../../src/index.js';
 import { runtimeOf } from '../../src/runtime.js';
 import type { TestDatabase } from '../../testing/databases.js';
-import { drainOutbox } from '../../testing/index.js';
+import { assertFired, drainOutbox } from '../../testing/index.js';
 import { freshPrefix, openOutbox } from '../relay/support.js';
 import { describeEachDialect, sqlOf } from '../support/dialects.js';
 
@@ -256,6 +256,20 @@ describeEachDialect('event columns: extra_field_values', (dialect) => {
     await unmigrated.migrate();
     await drainOutbox(unmigrated);
     expect(seen.map((e) => e.columns)).toEqual([{ order_id: null }]);
+  });
+
+  it('assertFired({ columns }) counts only the events holding the values', async () => {
+    const outbox = await openOutbox(db, columnConfig([]));
+    await outbox.fire('shop.Placed', { n: 1 }, { columns: { order_id: 42 } });
+    await outbox.fire('shop.Placed', { n: 2 }, { columns: { order_id: 7 } });
+    await outbox.fire('shop.Placed', { n: 3 });
+    expect(await assertFired(outbox, 'shop.Placed', { columns: { order_id: 42 } })).toEqual([
+      { n: 1 },
+    ]);
+    await assertFired(outbox, 'shop.Placed', { columns: { order_id: null }, times: 1 });
+    await expect(assertFired(outbox, 'shop.Placed', { columns: { order_id: 1 } })).rejects.toThrow(
+      /expected at least one shop\.Placed event\(s\), found none/,
+    );
   });
 
   it('an outbox without eventColumns carries no columns and asks nothing of the table', async () => {
