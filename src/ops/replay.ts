@@ -50,6 +50,7 @@ import type { EventColumnValue } from '../declare/event-columns.js';
 import type { FiringEvent } from '../declare/receiver.js';
 import type { DeliveryStatus } from '../declare/types.js';
 import { ValidationError } from '../errors/outbox-error.js';
+import { withColumns } from '../event-columns/store-io.js';
 import { type PlanContext, resolveDueAt, resolveTargets } from '../fire/plan.js';
 import type { Runtime } from '../runtime.js';
 import type { Addition, DeliveryRow, Reopening } from '../storage/store.js';
@@ -136,7 +137,14 @@ export async function replayEvents(
     const missing = missingOf(uuids, locked);
     if (locked.length === 0 || keys?.size === 0) return { reopened: 0, added: 0, missing };
     const sequences = locked.map((e) => e.sequence);
-    const stored = await rt.store.readEvents({ sequences }, transaction);
+    // With their columns (where declared): a replay's targets and due functions see the
+    // event as fire's did.
+    const stored = await withColumns(
+      rt,
+      await rt.store.readEvents({ sequences }, transaction),
+      where,
+      transaction,
+    );
     const rows = await rt.store.readDeliveriesOfEvents(sequences, transaction);
     const context: PlanContext = { now, transaction };
     const reopen: Reopening[] = [];
