@@ -10,8 +10,9 @@
 import type { ResolvedEventColumn } from '../declare/event-columns.js';
 import { RESERVED_EVENT_COLUMNS } from '../declare/event-columns.js';
 import { ConfigurationError } from '../errors/outbox-error.js';
-import type { EventColumnSpelling, TableColumn } from '../storage/sql/dialect.js';
+import type { EventColumnSpelling } from '../storage/sql/dialect.js';
 import { eventColumnIndexName } from '../storage/sql/event-columns.js';
+import type { TableColumn } from '../storage/store.js';
 import type { TableNames } from '../storage/tables.js';
 
 /** The difference between the declared columns and the events table. */

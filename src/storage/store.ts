@@ -1,7 +1,6 @@
 import type { Transaction } from 'sequelize';
 import type { EventColumnValue, ResolvedEventColumn } from '../declare/event-columns.js';
 import type { DeliveryStatus } from '../declare/types.js';
-import type { TableColumn } from './sql/dialect.js';
 
 /** One event row to write. Payload and headers are already encoded JSON text. */
 export interface EventRowInput {
@@ -525,6 +524,13 @@ export interface EventColumnStore {
   eventsWithColumns(
     equal: readonly { readonly column: ResolvedEventColumn; readonly value: unknown }[],
   ): Promise<string[]>;
+}
+
+/** A column of the events table as the database describes it. */
+export interface TableColumn {
+  readonly name: string;
+  /** The database's own type name (`bigint`, `timestamp with time zone`, `BIGINT` …), lower-cased. */
+  readonly type: string;
 }
 
 /** One event's columns to set, after the insert that wrote it. */

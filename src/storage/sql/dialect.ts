@@ -154,13 +154,6 @@ export interface DdlDialect {
   readonly eventColumns: EventColumnSpelling;
 }
 
-/** A column of the events table as the database describes it. */
-export interface TableColumn {
-  readonly name: string;
-  /** The database's own type name (`bigint`, `timestamp with time zone`, `BIGINT` …), lower-cased. */
-  readonly type: string;
-}
-
 /** How a dialect spells and reads the event columns. */
 export interface EventColumnSpelling {
   /** The column type of `ALTER TABLE … ADD COLUMN`. */

@@ -41,11 +41,12 @@ import type {
   Reopening,
   SingleWriterLock,
   StoredEvent,
+  TableColumn,
   WrittenEvent,
 } from '../store.js';
 import type { TableNames } from '../tables.js';
 import { type ClaimShape, claimFilterBind } from './claim-filter.js';
-import type { SqlDialect, SqlRunner, TableColumn } from './dialect.js';
+import type { SqlDialect, SqlRunner } from './dialect.js';
 import {
   addEventColumnSql,
   createEventColumnIndexSql,
