@@ -26,7 +26,11 @@ export type CatalogueChangeKind =
   | 'receiver-targets-changed'
   | 'receiver-due-changed'
   | 'receiver-eager-changed'
-  | 'receiver-changed';
+  | 'receiver-changed'
+  | 'column-added'
+  | 'column-removed'
+  | 'column-type-changed'
+  | 'column-index-changed';
 
 /** One difference between two catalogues, classified. */
 export interface CatalogueChange {
@@ -123,6 +127,8 @@ export function diffCatalogues(old: Catalogue, next: Catalogue): CatalogueDiff {
       message: `event ${e.name} added (v${e.version})`,
     });
   }
+
+  diffColumns(old, next, changes);
 
   const oldReceivers = allReceivers(old);
   const newReceivers = allReceivers(next);
@@ -385,6 +391,54 @@ function dueText(r: CatalogueReceiver): string | undefined {
   if (r.dueSeconds !== null) return `${formatDuration(r.dueSeconds)} after the event occurred`;
   if (r.dueCallable !== null) return `when its due function says (${r.dueCallable})`;
   return undefined;
+}
+
+/**
+ * The event columns (`eventColumns`): one added is compatible (migrate adds it, NULL for the
+ * events already there); one removed or retyped is breaking (a receiver reading
+ * `event.columns` loses it, and migrate never drops nor alters a column: the table keeps
+ * it); an index gained or lost is compatible. Their event is `*`: every event has them.
+ */
+function diffColumns(old: Catalogue, next: Catalogue, changes: CatalogueChange[]): void {
+  const before = new Map((old.eventColumns ?? []).map((c) => [c.name, c]));
+  const after = new Map((next.eventColumns ?? []).map((c) => [c.name, c]));
+  const column = (kind: CatalogueChangeKind, breaking: boolean, name: string, message: string) =>
+    changes.push({ kind, breaking, event: '*', subject: name, message });
+  for (const [name, b] of before) {
+    const a = after.get(name);
+    if (!a) {
+      column(
+        'column-removed',
+        true,
+        name,
+        `event column ${name} removed — receivers reading event.columns.${name} lose it; the table keeps the column (migrate never drops one)`,
+      );
+      continue;
+    }
+    if (a.type !== b.type)
+      column(
+        'column-type-changed',
+        true,
+        name,
+        `event column ${name} changed type ${b.type} → ${a.type}: migrate refuses it until the column is changed by a migration of your own`,
+      );
+    if (a.index !== b.index)
+      column(
+        'column-index-changed',
+        false,
+        name,
+        `event column ${name} ${a.index ? 'gains an index (migrate builds it)' : 'no longer declares its index (migrate leaves it)'}`,
+      );
+  }
+  for (const [name, a] of after) {
+    if (!before.has(name))
+      column(
+        'column-added',
+        false,
+        name,
+        `event column ${name} (${a.type}) added: run npx outbox migrate; NULL for the events already there`,
+      );
+  }
 }
 
 function receiverChange(

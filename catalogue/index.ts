@@ -21,6 +21,7 @@
 export type {
   Catalogue,
   CatalogueEvent,
+  CatalogueEventColumn,
   CatalogueField,
   CatalogueReceiver,
 } from '../src/introspect/index.js';

@@ -133,6 +133,10 @@ export function generateEmitters(input: EmittersInput): string {
   }
 
   for (const name of capture.runtimeTypes) runtime.add(name);
+  // The event's own columns (`eventColumns`): typed for the emitters' `columns`, only where
+  // declared, so a config without them generates the same bytes as before.
+  const columns = eventColumnsTypes(config);
+  const optionsType = columns.length > 0 ? 'EmitOptions' : 'FireOptions';
   statements.push(
     {
       kind: StructureKind.ImportDeclaration,
@@ -175,6 +179,7 @@ export function generateEmitters(input: EmittersInput): string {
       'Every event by name, as its emitter takes the payload.',
     ),
     alias('EventName', 'keyof EventPayloads', 'The name of a declared event.'),
+    ...columns,
     alias(
       'ReceiverKey',
       config.receivers.length
@@ -194,7 +199,7 @@ export function generateEmitters(input: EmittersInput): string {
         ],
         parameters: [
           { name: 'payload', type: `${n.type}Input` },
-          { name: 'options', type: 'FireOptions', hasQuestionToken: true },
+          { name: 'options', type: optionsType, hasQuestionToken: true },
         ],
         returnType: `Promise<FiredEvent<${n.type}Payload>>`,
       })),
@@ -252,6 +257,41 @@ function payloadDeclaration(
     return structure;
   }
   return alias(name, text?.text ?? fallback, docs[0]);
+}
+
+/** The TypeScript type a value of each event column type is given as. */
+const COLUMN_VALUE_TYPES: Record<string, string> = {
+  text: 'string',
+  uuid: 'string',
+  integer: 'number',
+  bigint: 'number | bigint | string',
+  boolean: 'boolean',
+  timestamp: 'Date',
+};
+
+/**
+ * `EventColumns` (each declared column, optional, of its type or null) and `EmitOptions`
+ * (`FireOptions` with them as `columns`), where the config declares event columns; none
+ * otherwise. A type literal, not an interface, so it is assignable to `fire()`'s record.
+ */
+function eventColumnsTypes(config: OutboxConfig): TypeAliasDeclarationStructure[] {
+  const declared = config.eventColumns ?? [];
+  if (declared.length === 0) return [];
+  const fields = declared
+    .map((c) => `readonly ${c.name}?: ${COLUMN_VALUE_TYPES[c.type]} | null`)
+    .join('; ');
+  return [
+    alias(
+      'EventColumns',
+      `{ ${fields} }`,
+      "The event's own columns (`eventColumns`), as `fire()` and the emitters take them.",
+    ),
+    alias(
+      'EmitOptions',
+      "Omit<FireOptions, 'columns'> & { readonly columns?: EventColumns }",
+      'The options of an emitter: `FireOptions`, its `columns` typed from the config.',
+    ),
+  ];
 }
 
 function alias(

@@ -41,6 +41,9 @@ export type {
   DeliveryStatus,
   Due,
   Duration,
+  EventColumnDeclaration,
+  EventColumnType,
+  EventColumnValue,
   EventDefinition,
   EventOptions,
   EventRef,
@@ -63,6 +66,7 @@ export type {
   ReceiverOptions,
   ResolvedDue,
   ResolvedEvent,
+  ResolvedEventColumn,
   ResolvedReceiver,
   ResolvedSettings,
   Retention,
@@ -122,6 +126,7 @@ export {
 export type {
   Catalogue,
   CatalogueEvent,
+  CatalogueEventColumn,
   CatalogueField,
   CatalogueReceiver,
 } from './introspect/index.js';

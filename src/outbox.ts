@@ -10,6 +10,7 @@ import type { EventDefinition } from './declare/event.js';
 import type { TopicPattern } from './declare/receiver.js';
 import type { AnyEvent, DeliveryStatus } from './declare/types.js';
 import { ConfigurationError } from './errors/outbox-error.js';
+import { migrateEventColumns } from './event-columns/migrate.js';
 import {
   type FiredEvent,
   type FireManyOptions,
@@ -153,9 +154,15 @@ export interface CreateOutboxOptions {
  * created when missing, under its own migration lock).
  */
 async function migrateSchemas(rt: Runtime, options: MigrateOptions = {}): Promise<void> {
-  if (options.schemas === undefined) return rt.store.migrate();
-  for (const schema of checkSchemas(rt, 'migrate', options.schemas))
-    await rt.tenantSchemas!.runtimeOf(schema).store.migrate();
+  const targets =
+    options.schemas === undefined
+      ? [rt]
+      : checkSchemas(rt, 'migrate', options.schemas).map((s) => rt.tenantSchemas!.runtimeOf(s));
+  for (const target of targets) {
+    await target.store.migrate();
+    // The application's event columns, after the library's own migrations.
+    await migrateEventColumns(target);
+  }
 }
 
 /** Options of {@link Outbox.migrate}. */
@@ -190,7 +197,10 @@ export interface Outbox<C extends OutboxConfig = OutboxConfig> {
   readonly config: C;
   /**
    * Create or upgrade the outbox's tables. Idempotent, and safe when two processes run it
-   * at once (PostgreSQL: an advisory lock; SQLite: an immediate transaction).
+   * at once (PostgreSQL: an advisory lock; SQLite: an immediate transaction). Then add the
+   * declared event columns (`defineOutbox({ eventColumns })`) and their indexes that the
+   * events table lacks; a column no longer declared is kept (and logged), never dropped.
+   * @throws {ConfigurationError} for an event column whose type differs from its declaration.
    */
   migrate(options?: MigrateOptions): Promise<void>;
   /**

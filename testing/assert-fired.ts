@@ -1,8 +1,10 @@
 import { decodeEvent } from '../src/codec/decode-event.js';
 import type { CaptureOperation } from '../src/declare/capture.js';
 import { closestName } from '../src/declare/config-path.js';
+import type { EventColumnValue } from '../src/declare/event-columns.js';
 import { PayloadDecodeError, PayloadUpgradeFailed } from '../src/errors/outbox-error.js';
 import type { Outbox, OutboxConfig } from '../src/index.js';
+import { columnsOption, ofColumns } from '../src/ops/arguments.js';
 import type { EventName, Output } from '../src/outbox.js';
 import { runtimeOf } from '../src/runtime.js';
 
@@ -55,6 +57,12 @@ export interface AssertFiredOptions {
    * @defaultValue at least one
    */
   readonly times?: number;
+  /**
+   * Count only the events whose own columns (`defineOutbox({ eventColumns })`) hold these
+   * values (`{ order_id: 42 }`; every one named must match, `null` for none), checked as
+   * `fire(…, { columns })` checks them. @defaultValue every event of the name
+   */
+  readonly columns?: Readonly<Record<string, EventColumnValue>>;
 }
 
 /**
@@ -129,7 +137,11 @@ export async function assertFired(
       `assertFired: "${name}" is not a declared event${hint ? ` — did you mean "${hint}"?` : ''}`,
     );
   }
-  const rows = await rt.store.readEvents({ name });
+  const rows = await ofColumns(
+    rt,
+    await rt.store.readEvents({ name }),
+    columnsOption(rt.config, options.columns, 'assertFired'),
+  );
   const payloads = rows.map((row) => {
     try {
       return decodeEvent(rt.config, row).payload;

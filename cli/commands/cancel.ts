@@ -3,10 +3,17 @@
  * events so they never run; claimed ones are left to their worker and counted.
  */
 import type { Command } from 'commander';
+import { COLUMN_FLAG_HELP, columnsFlag } from '../column-option.js';
 import { EXIT } from '../exit-codes.js';
 import type { CliIo } from '../io.js';
 import type { CliOutput } from '../log-format.js';
-import { OPERATION_EXIT_HELP, type OperationFlags, printJson, withOutbox } from '../operation.js';
+import {
+  OPERATION_EXIT_HELP,
+  type OperationFlags,
+  printJson,
+  repeatable,
+  withOutbox,
+} from '../operation.js';
 import { connectionOptions } from '../options.js';
 import { checkReceiverFlag } from '../receiver-option.js';
 
@@ -14,6 +21,8 @@ export interface CancelFlags extends OperationFlags {
   readonly receiver?: string;
   /** `--tenant`: only this tenant's rows (`settings.tenancy: 'column'`). */
   readonly tenant?: string;
+  /** `--column name=value` (repeatable): only events whose columns hold these values. */
+  readonly column?: readonly string[];
 }
 
 /** Declare the command's arguments and options on `command`. */
@@ -28,6 +37,7 @@ export function cancelCommand(command: Command): Command {
       '--tenant <name>',
       "only this tenant's events; another's are reported missing (settings.tenancy: 'column')",
     )
+    .option('--column <name=value>', COLUMN_FLAG_HELP, repeatable)
     .option('--json', 'print {"cancelled", "inFlight", "missing"} on stdout')
     .addHelpText(
       'after',
@@ -48,6 +58,7 @@ export async function cancel(
     const result = await outbox.cancelDeliveries(eventIds, {
       receiverKey: flags.receiver,
       tenant: flags.tenant,
+      columns: columnsFlag(session.loaded.config, flags.column),
     });
     if (flags.json) printJson(io.stdout, result);
     else {

@@ -6,10 +6,17 @@
  */
 import type { Command } from 'commander';
 import { DEFAULT_DEAD_LETTERS_LIMIT, type DeadLetter } from '../../src/ops/dead-letters.js';
+import { COLUMN_FLAG_HELP, columnsFlag } from '../column-option.js';
 import { EXIT } from '../exit-codes.js';
 import type { CliIo } from '../io.js';
 import type { CliOutput } from '../log-format.js';
-import { OPERATION_EXIT_HELP, type OperationFlags, printJson, withOutbox } from '../operation.js';
+import {
+  OPERATION_EXIT_HELP,
+  type OperationFlags,
+  printJson,
+  repeatable,
+  withOutbox,
+} from '../operation.js';
 import { connectionOptions, integer } from '../options.js';
 import { checkReceiverFlag } from '../receiver-option.js';
 
@@ -17,6 +24,8 @@ export interface DeadFlags extends OperationFlags {
   readonly receiver?: string;
   /** `--tenant`: only this tenant's rows (`settings.tenancy: 'column'`). */
   readonly tenant?: string;
+  /** `--column name=value` (repeatable): only events whose columns hold these values. */
+  readonly column?: readonly string[];
   readonly limit?: number;
   /** `--fail-if-any`: exit 2 when any dead letter is listed (a probe). */
   readonly failIfAny?: boolean;
@@ -29,6 +38,7 @@ export function deadCommand(command: Command): Command {
   )
     .option('--receiver <key>', "only this receiver's dead letters")
     .option('--tenant <name>', "only this tenant's dead letters (settings.tenancy: 'column')")
+    .option('--column <name=value>', COLUMN_FLAG_HELP, repeatable)
     .option(
       '--limit <n>',
       `at most this many (default ${DEFAULT_DEAD_LETTERS_LIMIT})`,
@@ -60,6 +70,7 @@ export async function dead(flags: DeadFlags, out: CliOutput, io: CliIo): Promise
       receiverKey: flags.receiver,
       limit: flags.limit,
       tenant: flags.tenant,
+      columns: columnsFlag(session.loaded.config, flags.column),
     });
     if (flags.json) printJson(io.stdout, letters);
     else if (letters.length === 0) out.result(`no dead letters on ${session.where}`);

@@ -15,10 +15,11 @@ import {
 } from '../../src/ops/held-back.js';
 import { createOutbox, type Outbox } from '../../src/outbox.js';
 import { findDialect } from '../../src/storage/dialects.js';
+import { COLUMN_FLAG_HELP, columnsFlag } from '../column-option.js';
 import { EXIT } from '../exit-codes.js';
 import type { CliIo } from '../io.js';
 import type { CliOutput } from '../log-format.js';
-import { operationTables } from '../operation.js';
+import { operationTables, repeatable } from '../operation.js';
 import { type ConnectionFlags, connectionOptions, integer } from '../options.js';
 import { schemaStatus } from '../schema-status.js';
 import { openSession } from '../session.js';
@@ -28,6 +29,8 @@ export interface HealthFlags extends ConnectionFlags {
   readonly json?: boolean;
   /** `--tenant`: only this tenant's rows (`settings.tenancy: 'column'`). */
   readonly tenant?: string;
+  /** `--column name=value` (repeatable): only the rows of events whose columns hold these values. */
+  readonly column?: readonly string[];
 
   readonly maxOwed?: number;
   /** `--max-oldest-age`, in milliseconds. */
@@ -74,6 +77,7 @@ export function healthCommand(command: Command): Command {
   )
     .option('--json', 'print the health as one JSON object (for machines)')
     .option('--tenant <name>', "only this tenant's rows (settings.tenancy: 'column')")
+    .option('--column <name=value>', COLUMN_FLAG_HELP, repeatable)
     .option('--max-owed <n>', 'exit 2 when more deliveries than this are owed', integer(0))
     .option(
       '--max-oldest-age <duration>',
@@ -158,7 +162,11 @@ export async function health(flags: HealthFlags, out: CliOutput, io: CliIo): Pro
       wakeup: null,
       taskBackend: noTaskBackend(session.loaded.config, 'health'),
     });
-    const read = await outbox.health(flags.tenant === undefined ? {} : { tenant: flags.tenant });
+    const columns = columnsFlag(session.loaded.config, flags.column);
+    const read = await outbox.health({
+      ...(flags.tenant === undefined ? {} : { tenant: flags.tenant }),
+      ...(columns === undefined ? {} : { columns }),
+    });
     // The dead letters that hold owed rows of their ordering key back (only read when
     // there are dead letters): what explains an owed row that only grows older.
     const entry = findDialect(session.db.sequelize.getDialect());

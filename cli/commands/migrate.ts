@@ -8,10 +8,13 @@ import { existsSync, mkdirSync, readdirSync, writeFileSync } from 'node:fs';
 import { join, relative, resolve } from 'node:path';
 import { type Command, Option } from 'commander';
 import { ConfigurationError } from '../../src/errors/outbox-error.js';
+import { eventColumnPlan } from '../../src/event-columns/migrate.js';
+import { describePending, isPending, refuseMismatched } from '../../src/event-columns/plan.js';
 import { inbox } from '../../src/inbox/inbox.js';
 import { inboxMigrationSql } from '../../src/inbox/sql-script.js';
 import { inboxTables } from '../../src/inbox/tables.js';
 import { createOutbox } from '../../src/outbox.js';
+import { runtimeOf } from '../../src/runtime.js';
 import {
   dialectEntries,
   dialectNamed,
@@ -166,6 +169,30 @@ export async function migrate(flags: MigrateFlags, out: CliOutput, io: CliIo): P
         );
         return EXIT.needsAttention;
       }
+      // The event columns the config declares (`eventColumns`), which migrate adds after the
+      // library's own migrations: one it would add is pending too.
+      if (session.loaded.config.eventColumns.length > 0) {
+        const checking = createOutbox(session.loaded.config, {
+          sequelize: session.db.sequelize,
+          schema: flags.schema,
+          tablePrefix: flags.tablePrefix,
+          logger: out.logger,
+          wakeup: null,
+          taskBackend: noTaskBackend(session.loaded.config, 'migrate'),
+        });
+        try {
+          const plan = await eventColumnPlan(runtimeOf(checking));
+          refuseMismatched(plan, 'migrate --check', session.tables.events);
+          if (isPending(plan)) {
+            out.error(
+              `${session.where} is behind: event columns pending (${describePending(plan)}). Run \`npx outbox migrate\`.`,
+            );
+            return EXIT.needsAttention;
+          }
+        } finally {
+          await checking.close();
+        }
+      }
       const inboxNote =
         inboxBefore?.state === 'current'
           ? `; inbox migrations ${inboxBefore.applied.join(', ')}`
@@ -237,6 +264,28 @@ async function migrateSchemas(
             `${schemas[i]} (${status.state === 'missing' ? 'tables missing' : `migrations ${status.pending.join(', ')} pending`})`,
           ],
     );
+    // The declared event columns of each migrated schema: one migrate would add is pending.
+    if (session.loaded.config.eventColumns.length > 0) {
+      for (const [i, status] of before.entries()) {
+        if (status.state !== 'current') continue;
+        const checking = createOutbox(session.loaded.config, {
+          sequelize: session.db.sequelize,
+          schema: schemas[i],
+          tablePrefix: flags.tablePrefix,
+          logger: out.logger,
+          wakeup: null,
+          taskBackend: noTaskBackend(session.loaded.config, 'migrate'),
+        });
+        try {
+          const plan = await eventColumnPlan(runtimeOf(checking));
+          refuseMismatched(plan, 'migrate --check', tables[i].events);
+          if (isPending(plan))
+            behind.push(`${schemas[i]} (event columns pending: ${describePending(plan)})`);
+        } finally {
+          await checking.close();
+        }
+      }
+    }
     if (behind.length > 0) {
       out.error(
         `${session.where}: ${behind.length} of ${schemas.length} tenant schemas behind: ${behind.join(', ')}. Run \`npx outbox migrate --schemas ${schemas.join(',')}\`.`,

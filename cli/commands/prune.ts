@@ -14,10 +14,11 @@ import { type Command, InvalidArgumentError } from 'commander';
 import { ConfigurationError } from '../../src/errors/outbox-error.js';
 import type { PruneBatch } from '../../src/ops/prune.js';
 import { createOutbox, type Outbox } from '../../src/outbox.js';
+import { COLUMN_FLAG_HELP, columnsFlag } from '../column-option.js';
 import { EXIT } from '../exit-codes.js';
 import { type CliIo, onStopRequest } from '../io.js';
 import type { CliOutput } from '../log-format.js';
-import { operationTables } from '../operation.js';
+import { operationTables, repeatable } from '../operation.js';
 import { type ConnectionFlags, connectionOptions, integer } from '../options.js';
 import { progressForm, startProgress } from '../progress.js';
 import { schemaStatus } from '../schema-status.js';
@@ -32,6 +33,8 @@ export interface PruneFlags extends ConnectionFlags {
   readonly batchSize?: number;
   /** `--tenant`: only this tenant's rows (`settings.tenancy: 'column'`). */
   readonly tenant?: string;
+  /** `--column name=value` (repeatable): only events whose columns hold these values. */
+  readonly column?: readonly string[];
 
   readonly limit?: number;
 }
@@ -74,6 +77,7 @@ export function pruneCommand(command: Command): Command {
     )
     .option('--limit <events>', 'delete at most this many events', integer(1))
     .option('--tenant <name>', "only this tenant's events (settings.tenancy: 'column')")
+    .option('--column <name=value>', COLUMN_FLAG_HELP, repeatable)
     .addHelpText(
       'after',
       `
@@ -122,6 +126,7 @@ export async function prune(flags: PruneFlags, out: CliOutput, io: CliIo): Promi
       taskBackend: noTaskBackend(session.loaded.config, 'prune'),
     });
     const olderThan = flags.olderThan === undefined ? undefined : { seconds: flags.olderThan };
+    const columns = columnsFlag(session.loaded.config, flags.column);
     const started = performance.now();
     let batches = 0;
     let deliveries = 0;
@@ -134,6 +139,7 @@ export async function prune(flags: PruneFlags, out: CliOutput, io: CliIo): Promi
             dryRun: true,
             limit: flags.limit,
             tenant: flags.tenant,
+            columns,
           })
         : 0;
     const progress = await startProgress(out, {
@@ -148,6 +154,7 @@ export async function prune(flags: PruneFlags, out: CliOutput, io: CliIo): Promi
       events = await outbox.pruneEvents({
         olderThan,
         tenant: flags.tenant,
+        columns,
         dryRun: flags.dryRun,
         batchSize: flags.batchSize,
         limit: flags.limit,

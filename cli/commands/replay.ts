@@ -3,6 +3,7 @@
  * rows reopened, receivers without a row added, both owed from now.
  */
 import type { Command } from 'commander';
+import { COLUMN_FLAG_HELP, columnsFlag } from '../column-option.js';
 import { EXIT } from '../exit-codes.js';
 import type { CliIo } from '../io.js';
 import type { CliOutput } from '../log-format.js';
@@ -20,6 +21,8 @@ export interface ReplayFlags extends OperationFlags {
   readonly receiver?: readonly string[];
   /** `--tenant`: only this tenant's rows (`settings.tenancy: 'column'`). */
   readonly tenant?: string;
+  /** `--column name=value` (repeatable): only events whose columns hold these values. */
+  readonly column?: readonly string[];
 }
 
 /** Declare the command's arguments and options on `command`. */
@@ -43,6 +46,7 @@ export function replayCommand(command: Command): Command {
       '--tenant <name>',
       "only this tenant's events; another's are reported missing (settings.tenancy: 'column')",
     )
+    .option('--column <name=value>', COLUMN_FLAG_HELP, repeatable)
     .option('--json', 'print {"reopened", "added", "missing"} on stdout')
     .addHelpText(
       'after',
@@ -71,6 +75,7 @@ export async function replay(
       const result = await outbox.replayEvents(eventIds, {
         receiverKeys: flags.receiver,
         tenant: flags.tenant,
+        columns: columnsFlag(session.loaded.config, flags.column),
       });
       if (flags.json) printJson(io.stdout, result);
       else {

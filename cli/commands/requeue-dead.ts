@@ -7,6 +7,7 @@
  */
 import type { Command } from 'commander';
 import { ValidationError } from '../../src/errors/outbox-error.js';
+import { COLUMN_FLAG_HELP, columnsFlag } from '../column-option.js';
 import { EXIT } from '../exit-codes.js';
 import type { CliIo } from '../io.js';
 import type { CliOutput } from '../log-format.js';
@@ -27,6 +28,8 @@ export interface RequeueDeadFlags extends OperationFlags {
   readonly topic?: readonly string[];
   /** `--tenant`: only this tenant's rows (`settings.tenancy: 'column'`). */
   readonly tenant?: string;
+  /** `--column name=value` (repeatable): only events whose columns hold these values. */
+  readonly column?: readonly string[];
   readonly limit?: number;
   /** `--all`: requeue every dead letter without asking. */
   readonly all?: boolean;
@@ -53,6 +56,7 @@ export function requeueDeadCommand(command: Command): Command {
       repeatable,
     )
     .option('--tenant <name>', "only this tenant's dead letters (settings.tenancy: 'column')")
+    .option('--column <name=value>', COLUMN_FLAG_HELP, repeatable)
     .option('--limit <n>', 'at most this many rows', integer(1))
     .option(
       '--all',
@@ -94,6 +98,7 @@ export async function requeueDead(
         deliveryIds: flags.id,
         topics: flags.topic,
         tenant: flags.tenant,
+        columns: columnsFlag(session.loaded.config, flags.column),
         limit: flags.limit,
       };
       const unscoped =
@@ -101,11 +106,12 @@ export async function requeueDead(
         flags.id === undefined &&
         flags.topic === undefined &&
         flags.tenant === undefined &&
+        flags.column === undefined &&
         flags.limit === undefined;
       if (unscoped && !flags.all) {
         if (io.stdin.isTTY !== true) {
           throw new ValidationError(
-            'requeue-dead with no --receiver, --id, --topic, --tenant or --limit requeues every dead letter: pass --all to mean it (on a terminal it asks), or name what to requeue (`npx outbox dead` lists them)',
+            'requeue-dead with no --receiver, --id, --topic, --tenant, --column or --limit requeues every dead letter: pass --all to mean it (on a terminal it asks), or name what to requeue (`npx outbox dead` lists them)',
             { path: 'all' },
           );
         }

@@ -123,6 +123,7 @@ async function writeEvents(
       // The row's tenant wins over the scope's (null too: a row of no tenant is no one's).
       ...(capture.tenant === undefined ? {} : { tenant: change.tenant ?? null }),
       ...(extension?.headers ? { headers: extension.headers } : {}),
+      ...(extension?.columns ? { columns: extension.columns } : {}),
     };
   });
   await fireUnanswered(rt, messages, transaction, where, encoded);

@@ -100,6 +100,7 @@ export function decodeEvent(config: OutboxConfig, stored: StoredEvent): OutboxEv
     correlationId: stored.correlationId,
     causedBy: stored.causedBy,
     tenant: stored.tenant,
+    ...(stored.columns ? { columns: stored.columns } : {}),
   };
   // getBody(event) re-encodes with the codec of the app's the event was read with.
   if (codec) rememberCodec(headers, codec);

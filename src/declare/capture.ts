@@ -9,10 +9,12 @@
  * config is declared, naming the model and the option: a field the model does not have,
  * `fields` with `exclude`, `extend` with `extendMany`, a template naming something else.
  */
+
 import type { Attributes, Model, Sequelize, Transaction } from 'sequelize';
 import { z } from 'zod';
 import { ConfigurationError } from '../errors/outbox-error.js';
 import type { ResolvedEvent } from './event.js';
+import type { EventColumnValue } from './event-columns.js';
 
 const CAPTURE = Symbol.for('outboxkit.capture');
 
@@ -76,6 +78,11 @@ export interface ChangeExtension {
   readonly payload?: Record<string, unknown>;
   /** The event's headers. */
   readonly headers?: Record<string, string>;
+  /**
+   * The event's own columns (`defineOutbox({ eventColumns })`, the reference's
+   * `extra_field_values`), checked as `fire(…, { columns })` checks them.
+   */
+  readonly columns?: Readonly<Record<string, EventColumnValue>>;
 }
 
 /** The JSON form of a value nested in an attribute (an `undefined` property stays absent). */

@@ -20,6 +20,14 @@ import {
   rawEventOptions,
 } from './event.js';
 import {
+  columnNameProblem,
+  type EventColumnDeclaration,
+  eventColumnsSchema,
+  RESERVED_EVENT_COLUMNS,
+  type ResolvedEventColumn,
+  resolveEventColumns,
+} from './event-columns.js';
+import {
   type EventRef,
   type ExecutionSite,
   type FiringEvent,
@@ -86,6 +94,14 @@ export interface OutboxConfigInput<E extends Record<string, EventDefinition>> {
    * (it would be handed each change twice), and so are sinks with no capture to feed.
    */
   readonly sinks?: readonly ChangeSink[];
+  /**
+   * The event's own columns on the events table (the reference's `extra_field_values`):
+   * what an event is about (`order_id: { type: 'bigint', index: true }`), filled by
+   * `fire(…, { columns })` and capture's `extend`, added by `migrate`, carried on the
+   * delivered event's `columns` and narrowing the operator's operations. Always nullable.
+   * @defaultValue none
+   */
+  readonly eventColumns?: Readonly<Record<string, EventColumnDeclaration>>;
 }
 
 /** One declared event, resolved (declared in event.ts, where capture.ts can read it too). */
@@ -191,6 +207,8 @@ export interface OutboxConfig<
    * up in.
    */
   readonly codecs: ReadonlyMap<string, PayloadCodec>;
+  /** The declared event columns (`eventColumns`), sorted by name; empty for none. */
+  readonly eventColumns: readonly ResolvedEventColumn[];
   /** The route of a declared event, or undefined for a name never declared. */
   route(name: string): EventRoute | undefined;
   /** The receiver with this key, or undefined. */
@@ -421,10 +439,11 @@ function nestedKind(path: readonly PropertyKey[]): string | undefined {
 const KNOWN_KEYS: Record<string, readonly string[]> = {
   backoff: ['baseSeconds', 'capSeconds'],
   duration: ['days', 'hours', 'minutes', 'seconds', 'milliseconds'],
-  root: ['events', 'receivers', 'settings', 'capture', 'sinks', 'codecs'],
+  root: ['events', 'receivers', 'settings', 'capture', 'sinks', 'codecs', 'eventColumns'],
   settings: Object.keys(settingsSchema.shape),
   event: Object.keys(eventOptionsSchema.shape),
   receiver: Object.keys(receiverOptionsSchema.shape),
+  eventColumn: ['type', 'index'],
 };
 
 /**
@@ -524,9 +543,11 @@ export function defineOutbox<const E extends Record<string, EventDefinition>>(
             error: 'must be an array of PayloadCodec ({ name, encode, decode })',
           })
           .optional(),
+        eventColumns: z.unknown().optional(),
       },
       {
-        error: 'must be an object { events, receivers?, settings?, capture?, sinks?, codecs? }',
+        error:
+          'must be an object { events, receivers?, settings?, capture?, sinks?, codecs?, eventColumns? }',
       },
     )
     .safeParse(input, { reportInput: true });
@@ -548,6 +569,31 @@ export function defineOutbox<const E extends Record<string, EventDefinition>>(
   }
   const codecs = resolveCodecs(input.codecs ?? []);
   checkCodecName(codecs, settings.codec, ['settings', 'codec']);
+
+  const declaredColumns: unknown = input.eventColumns;
+  const columnNames =
+    typeof declaredColumns === 'object' &&
+    declaredColumns !== null &&
+    !Array.isArray(declaredColumns)
+      ? Object.keys(declaredColumns)
+      : [];
+  for (const name of columnNames) {
+    const problem = columnNameProblem(name);
+    if (problem) throw configError(['eventColumns', name], problem);
+  }
+  const columnsResult = eventColumnsSchema.safeParse(input.eventColumns ?? {}, {
+    reportInput: true,
+  });
+  if (!columnsResult.success) raise(columnsResult.error.issues, ['eventColumns'], 'eventColumn');
+  const eventColumns = resolveEventColumns(columnsResult.data);
+  for (const c of eventColumns) {
+    if (RESERVED_EVENT_COLUMNS.includes(c.name)) {
+      throw configError(
+        ['eventColumns', c.name],
+        `is a column of the outbox's own (${RESERVED_EVENT_COLUMNS.join(', ')}); name the event column otherwise, e.g. "${c.name}_ref"`,
+      );
+    }
+  }
 
   const events = new Map<string, ResolvedEvent>();
   const byDefinition = new Map<EventDefinition, string>();
@@ -690,6 +736,7 @@ export function defineOutbox<const E extends Record<string, EventDefinition>>(
     settings,
     captures,
     codecs,
+    eventColumns,
     route: (name: string) => routes.get(name),
     receiver: (key: string) => byKey.get(key),
   });

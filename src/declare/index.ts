@@ -11,6 +11,12 @@ export type { Duration } from './duration.js';
 export type { EventDefinition, EventOptions, PayloadCodecName, Retention } from './event.js';
 export { event, isEventDefinition } from './event.js';
 export type {
+  EventColumnDeclaration,
+  EventColumnType,
+  EventColumnValue,
+  ResolvedEventColumn,
+} from './event-columns.js';
+export type {
   BackoffOptions,
   CommonReceiverOptions,
   DeliveryReceiverOptions,

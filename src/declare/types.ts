@@ -1,5 +1,6 @@
 import type { Transaction } from 'sequelize';
 import type { z } from 'zod';
+import type { EventColumnValue } from './event-columns.js';
 
 /** A JSON value as it is stored in the payload and headers columns. */
 export type JsonValue =
@@ -112,6 +113,12 @@ export interface OutboxEvent<P = unknown> {
    * or the `withTenant()` block's; `null` for none. Absent only on an event built by hand.
    */
   readonly tenant?: string | null;
+  /**
+   * The event's own columns (`defineOutbox({ eventColumns })`): every declared column by
+   * name, `null` where the event has none (`bigint` as a string, `timestamp` a Date).
+   * Absent on an outbox that declares no column.
+   */
+  readonly columns?: Readonly<Record<string, EventColumnValue>>;
 }
 
 /**

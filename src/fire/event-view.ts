@@ -23,6 +23,7 @@ export function firingEventOf(p: PreparedEvent): FiringEvent {
     correlationId: p.row.correlationId,
     causedBy: p.row.causedBy,
     tenant: p.row.tenant ?? null,
+    ...(p.columnView ? { columns: p.columnView } : {}),
   };
 }
 

@@ -10,6 +10,7 @@ import { closestName, formatConfigPath } from '../declare/config-path.js';
 import type { OutboxConfig } from '../declare/define-outbox.js';
 import type { JsonValue } from '../declare/types.js';
 import { ValidationError } from '../errors/outbox-error.js';
+import { checkColumns, columnView } from '../event-columns/values.js';
 import type { ScopeFrame } from '../scope/frame.js';
 import { currentFrame } from '../scope/frame.js';
 import { checkSuppressedNames, suppressionOf } from '../scope/suppressed.js';
@@ -151,6 +152,7 @@ function prepareEvent(
       ? encode(parsed.data, 'payload', where, message.name, codec)
       : { text: encoded, reshaped: false };
   if (payload.reshaped) checkDecodes(route.event.schema, payload.text, where, message.name, codec);
+  const columns = checkColumns(config.eventColumns, message.columns, `${where}: ${message.name}`);
   const uuid = newEventUuid();
   const scope = frame?.scope;
   const suppression =
@@ -162,6 +164,10 @@ function prepareEvent(
     payload: parsed.data,
     headers,
     suppression,
+    ...(columns ? { columns } : {}),
+    ...(config.eventColumns.length > 0
+      ? { columnView: columnView(config.eventColumns, columns) }
+      : {}),
     row: {
       uuid,
       name: route.event.name,

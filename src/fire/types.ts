@@ -1,6 +1,8 @@
 import type { Transaction } from 'sequelize';
 import type { EventRoute } from '../declare/define-outbox.js';
+import type { EventColumnValue } from '../declare/event-columns.js';
 import type { JsonValue, OutboxEvent } from '../declare/types.js';
+import type { CheckedColumns } from '../event-columns/values.js';
 import type { SuppressionVerdict } from '../scope/suppressed.js';
 import type { DeliveryRowInput, EventRowInput } from '../storage/store.js';
 
@@ -55,6 +57,15 @@ export interface FireOptions {
    * @defaultValue the scope's tenant, else none
    */
   readonly tenant?: string | null;
+  /**
+   * The event's own columns (`defineOutbox({ eventColumns })`, the reference's
+   * `extra_field_values`): what the event is about, e.g. `{ order_id: 42 }`, written with
+   * the event and carried on each delivery's `event.columns`; an operation finds the events
+   * by them (`{ columns: { order_id: 42 } }`). Each name must be declared and each value of
+   * its column's type (or `null`), checked before anything is written.
+   * @defaultValue none: every column NULL
+   */
+  readonly columns?: Readonly<Record<string, EventColumnValue>>;
 }
 
 /** Options of `outbox.fireMany()`: the call's, not one message's. */
@@ -108,6 +119,10 @@ export interface PreparedEvent {
    * `route` owes nothing (no receivers), and with `record: false` it is not written.
    */
   readonly suppression: SuppressionVerdict | null;
+  /** The event columns the message sets, checked; absent for none. */
+  readonly columns?: CheckedColumns;
+  /** Every declared column's value as receivers see it (null where unset); absent for none declared. */
+  readonly columnView?: Readonly<Record<string, EventColumnValue>>;
 }
 
 /** Step 2's value: a prepared event with the delivery rows it owes. */

@@ -1,7 +1,13 @@
 import type { Transaction } from 'sequelize';
 import { decodeEvent } from '../codec/decode-event.js';
+import { withColumns, writeColumns } from '../event-columns/store-io.js';
 import type { Runtime } from '../runtime.js';
-import type { InsertOptions, StoredEvent, WrittenEvent } from '../storage/store.js';
+import type {
+  EventColumnWrite,
+  InsertOptions,
+  StoredEvent,
+  WrittenEvent,
+} from '../storage/store.js';
 import { firingEventOf } from './event-view.js';
 import type { FiredEvent, PlannedEvent } from './types.js';
 
@@ -57,15 +63,29 @@ export async function insertPlanned(
           transaction,
           options,
         );
+  if (rt.config.eventColumns.length > 0) {
+    // The event's own columns, set on the rows this call wrote (a repeat keeps its own).
+    const items: EventColumnWrite[] = [];
+    kept.forEach((p, i) => {
+      const w = written[i];
+      if (p.columns && w?.inserted)
+        items.push({ sequence: w.sequence, columns: p.columns.columns, values: p.columns.values });
+    });
+    await writeColumns(rt, items, transaction, 'fire()');
+  }
   const duplicates = written.filter((w) => !w.inserted).map((w) => w.sequence);
   const stored =
     duplicates.length === 0
       ? new Map<string, StoredEvent>()
       : new Map(
-          (await rt.store.readEvents({ sequences: duplicates }, transaction)).map((e) => [
-            e.sequence,
-            e,
-          ]),
+          (
+            await withColumns(
+              rt,
+              await rt.store.readEvents({ sequences: duplicates }, transaction),
+              'fire()',
+              transaction,
+            )
+          ).map((e) => [e.sequence, e]),
         );
   return { written, stored };
 }

@@ -54,6 +54,15 @@ export function buildCatalogue(config: OutboxConfig): Catalogue {
     format: CATALOGUE_FORMAT,
     events,
     wildcardReceivers: receivers.filter((r) => r.wildcard).map(catalogueReceiver),
+    ...((config.eventColumns ?? []).length > 0
+      ? {
+          eventColumns: config.eventColumns.map((c) => ({
+            name: c.name,
+            type: c.type,
+            index: c.index,
+          })),
+        }
+      : {}),
   };
 }
 

@@ -33,6 +33,18 @@ export interface Catalogue {
    * event declared.
    */
   readonly wildcardReceivers: readonly CatalogueReceiver[];
+  /**
+   * The event columns (`defineOutbox({ eventColumns })`), sorted by name; absent where none
+   * is declared, so a catalogue written before them reads the same. Every event has them.
+   */
+  readonly eventColumns?: readonly CatalogueEventColumn[];
+}
+
+/** One declared event column, as the catalogue lists it. */
+export interface CatalogueEventColumn {
+  readonly name: string;
+  readonly type: string;
+  readonly index: boolean;
 }
 
 /** One declared event, its payload shape and everything listening to it. */

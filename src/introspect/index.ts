@@ -2,6 +2,7 @@ export { buildCatalogue, catalogueReceiver } from './build-catalogue.js';
 export type {
   Catalogue,
   CatalogueEvent,
+  CatalogueEventColumn,
   CatalogueField,
   CatalogueReceiver,
 } from './catalogue-types.js';

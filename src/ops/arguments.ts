@@ -3,8 +3,12 @@
  * id raises a {@link ValidationError} naming it rather than a database error that would
  * abort the caller's PostgreSQL transaction (an invalid uuid cast, a non-numeric id).
  */
+import type { Transaction } from 'sequelize';
 import type { OutboxConfig } from '../declare/define-outbox.js';
+import type { ResolvedEventColumn } from '../declare/event-columns.js';
 import { ValidationError } from '../errors/outbox-error.js';
+import { checkColumns, readValue } from '../event-columns/values.js';
+import type { Runtime } from '../runtime.js';
 import { tenantProblem } from '../scope/tenant.js';
 
 /**
@@ -155,4 +159,69 @@ export function ofTenant<E extends { readonly tenant?: string | null }>(
   tenant: string | undefined,
 ): readonly E[] {
   return tenant === undefined ? events : events.filter((e) => e.tenant === tenant);
+}
+
+/**
+ * An operation's `columns` (`defineOutbox({ eventColumns })`): undefined (every event's
+ * rows), or an object of declared columns and the values their events hold (`null`: none),
+ * all of which must match. Checked as `fire(…, { columns })` checks them.
+ * @throws {ValidationError} for an undeclared column, a value of the wrong type, or `{}`.
+ */
+export function columnsOption(
+  config: OutboxConfig,
+  columns: unknown,
+  where: string,
+): readonly { readonly column: ResolvedEventColumn; readonly value: unknown }[] | undefined {
+  if (columns === undefined) return undefined;
+  const checked = checkColumns(config.eventColumns, columns, where);
+  const equal = (checked?.columns ?? []).map((column, i) => ({
+    column,
+    value: checked?.values[i] as unknown,
+  }));
+  if (equal.length === 0) {
+    throw new ValidationError(
+      `${where}: columns must name at least one event column (got {}); leave it out to reach every event`,
+      { path: 'columns' },
+    );
+  }
+  return equal;
+}
+
+/**
+ * The events an operation narrowed by `columns` may touch, as sequences: one SELECT over the
+ * events table (a declared column's own index where `index: true`). Undefined: no filter.
+ */
+export async function eventsOfColumns(
+  rt: Runtime,
+  equal: readonly { readonly column: ResolvedEventColumn; readonly value: unknown }[] | undefined,
+): Promise<string[] | undefined> {
+  return equal === undefined ? undefined : rt.store.eventsWithColumns(equal);
+}
+
+/**
+ * The events an operation narrowed by `columns` may touch, among `events` (those it
+ * locked): the ones whose columns hold every value, read in one SELECT by primary key. The
+ * rest are left alone and reported `missing`, as an event of another tenant is.
+ */
+export async function ofColumns<E extends { readonly sequence: string }>(
+  rt: Runtime,
+  events: readonly E[],
+  equal: readonly { readonly column: ResolvedEventColumn; readonly value: unknown }[] | undefined,
+  transaction?: Transaction,
+): Promise<readonly E[]> {
+  if (equal === undefined || events.length === 0) return events;
+  const rows = await rt.store.readEventColumns(
+    events.map((e) => e.sequence),
+    equal.map((e) => e.column),
+    transaction,
+  );
+  const same = (type: ResolvedEventColumn['type'], stored: unknown, wanted: unknown) => {
+    const a = readValue(type, stored);
+    const b = readValue(type, wanted);
+    return a instanceof Date && b instanceof Date ? a.getTime() === b.getTime() : a === b;
+  };
+  return events.filter((e) => {
+    const row = rows.get(e.sequence);
+    return equal.every(({ column, value }) => same(column.type, row?.[column.name], value));
+  });
 }

@@ -23,13 +23,17 @@
  * queue rather than deadlock. A relay's claim takes no event lock, so the write itself
  * carries the status predicate: a claim committed first leaves the row claimed.
  */
+
 import type { Transaction } from 'sequelize';
+import type { EventColumnValue } from '../declare/event-columns.js';
 import type { Runtime } from '../runtime.js';
 import {
+  columnsOption,
   deliveryIdList,
   type EventIdentity,
   eventUuids,
   missingOf,
+  ofColumns,
   ofTenant,
   receiverKeyOption,
   tenantOption,
@@ -58,6 +62,12 @@ export interface CancelDeliveriesOptions {
    */
   readonly tenant?: string;
   /**
+   * Only events whose declared columns hold these values (`{ order_id: 42 }`; every one
+   * named must match, `null` for none): another event is left untouched and reported among
+   * `missing`, as one of another tenant is. @defaultValue every event
+   */
+  readonly columns?: Readonly<Record<string, EventColumnValue>>;
+  /**
    * The transaction to join, so the cancel commits with the change that made the work moot
    * or not at all. Without it, the one Sequelize's CLS carries; with neither, its own.
    */
@@ -84,12 +94,18 @@ export async function cancelDeliveries(
   const uuids = eventUuids(events, where);
   const receiverKey = receiverKeyOption(options.receiverKey, where);
   const tenant = tenantOption(rt.config, options.tenant, where);
+  const equal = columnsOption(rt.config, options.columns, where);
   const deliveryIds =
     options.deliveryIds === undefined ? undefined : deliveryIdList(options.deliveryIds, where);
   if (uuids.length === 0) return { cancelled: 0, inFlight: 0, missing: [] };
   const completedAt = rt.clock();
   return inOperationTransaction(rt, options.transaction, async (transaction) => {
-    const locked = ofTenant(await rt.store.lockEvents({ uuids }, transaction), tenant);
+    const locked = await ofColumns(
+      rt,
+      ofTenant(await rt.store.lockEvents({ uuids }, transaction), tenant),
+      equal,
+      transaction,
+    );
     const missing = missingOf(uuids, locked);
     if (locked.length === 0 || deliveryIds?.length === 0)
       return { cancelled: 0, inFlight: 0, missing };

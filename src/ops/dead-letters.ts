@@ -3,8 +3,16 @@
  * errors, their receivers and their events — what an operator reads before deciding what
  * to requeue (`requeueDead({ deliveryIds })`) or replay. `outbox dead` prints it.
  */
+
+import type { EventColumnValue } from '../declare/event-columns.js';
 import type { Runtime } from '../runtime.js';
-import { limitOption, receiverKeyOption, tenantOption } from './arguments.js';
+import {
+  columnsOption,
+  eventsOfColumns,
+  limitOption,
+  receiverKeyOption,
+  tenantOption,
+} from './arguments.js';
 
 /** Options of {@link Outbox.deadLetters}. */
 export interface DeadLettersOptions {
@@ -14,6 +22,11 @@ export interface DeadLettersOptions {
   readonly limit?: number;
   /** Only this tenant's (`settings.tenancy: 'column'`). @defaultValue every tenant's */
   readonly tenant?: string;
+  /**
+   * Only those of events whose declared columns hold these values (`{ order_id: 42 }`;
+   * every one named must match, `null` for none). @defaultValue every event's
+   */
+  readonly columns?: Readonly<Record<string, EventColumnValue>>;
 }
 
 /** One dead-lettered delivery. */
@@ -55,7 +68,13 @@ export async function deadLetters(
   const receiverKey = receiverKeyOption(options.receiverKey, where);
   const limit = limitOption(options.limit, where) ?? DEFAULT_DEAD_LETTERS_LIMIT;
   const tenant = tenantOption(rt.config, options.tenant, where);
-  const rows = await rt.store.readDeadLetters({ receiverKey, limit, tenant });
+  const events = await eventsOfColumns(rt, columnsOption(rt.config, options.columns, where));
+  const rows = await rt.store.readDeadLetters({
+    receiverKey,
+    limit,
+    tenant,
+    ...(events === undefined ? {} : { events }),
+  });
   return rows.map((r) => ({
     deliveryId: r.id,
     eventId: r.eventUuid,

@@ -8,10 +8,11 @@
  * is draining. They fail differently: a relay down for an hour leaves every receiver quiet
  * and the backlog climbing, a single wedged receiver has a backlog and everything else fine.
  */
+import type { EventColumnValue } from '../declare/event-columns.js';
 import { ValidationError } from '../errors/outbox-error.js';
 import type { Runtime } from '../runtime.js';
 import type { BacklogRow } from '../storage/store.js';
-import { tenantOption } from './arguments.js';
+import { columnsOption, eventsOfColumns, tenantOption } from './arguments.js';
 
 /** What one receiver is behind on (the reference's `ReceiverBacklog`). */
 export interface ReceiverBacklog {
@@ -90,6 +91,12 @@ export interface HealthOptions {
    * delivery, its dead letters. @defaultValue every tenant's
    */
   readonly tenant?: string;
+  /**
+   * Only the rows of events whose declared columns hold these values (`{ order_id: 42 }`;
+   * every one named must match, `null` for none): one order's backlog.
+   * @defaultValue every event's
+   */
+  readonly columns?: Readonly<Record<string, EventColumnValue>>;
 }
 
 /**
@@ -104,7 +111,11 @@ export async function outboxHealth(
 ): Promise<OutboxHealth> {
   const now = checkedNow(options.now, 'health', rt);
   const tenant = tenantOption(rt.config, options.tenant, 'health()');
-  const rows = await rt.store.readBacklog(now, tenant === undefined ? {} : { tenant });
+  const events = await eventsOfColumns(rt, columnsOption(rt.config, options.columns, 'health()'));
+  const rows = await rt.store.readBacklog(now, {
+    ...(tenant === undefined ? {} : { tenant }),
+    ...(events === undefined ? {} : { events }),
+  });
   return summarise(now, rows);
 }
 

@@ -14,12 +14,14 @@
  * due, so two pruners (or a relay's sweep and a cron) never delete twice, nor delete what
  * a replay made owed again meanwhile.
  */
+
 import type { Duration } from '../declare/duration.js';
 import { durationSeconds } from '../declare/duration.js';
+import type { EventColumnValue } from '../declare/event-columns.js';
 import { ConfigurationError } from '../errors/outbox-error.js';
 import type { Runtime } from '../runtime.js';
 import type { DueEvent, PruneCounts, PruneWindow } from '../storage/store.js';
-import { tenantOption } from './arguments.js';
+import { columnsOption, eventsOfColumns, tenantOption } from './arguments.js';
 
 /** One batch a prune deleted, as `onBatch` is told of it. */
 export interface PruneBatch extends PruneCounts {
@@ -62,6 +64,12 @@ export interface PruneEventsOptions {
    * @defaultValue every tenant's
    */
   readonly tenant?: string;
+  /**
+   * Only events whose declared columns hold these values (`{ order_id: 42 }`; every one
+   * named must match, `null` for none), under the same rules: resolved to those events once,
+   * at the start. @defaultValue every event
+   */
+  readonly columns?: Readonly<Record<string, EventColumnValue>>;
 }
 
 /** The checked options of a pass over a window. */
@@ -124,11 +132,13 @@ export async function pruneEvents(rt: Runtime, options: PruneEventsOptions = {})
   const now = checkNow(where, options.now, rt);
   const ms = windowMs(where, options.olderThan, rt.config.settings.retentionDays);
   const tenant = tenantOption(rt.config, options.tenant, `${where}()`);
+  const events = await eventsOfColumns(rt, columnsOption(rt.config, options.columns, `${where}()`));
   const window: PruneWindow = {
     rule: 'retention',
     now,
     cutoff: new Date(now.getTime() - ms),
     ...(tenant === undefined ? {} : { tenant }),
+    ...(events === undefined ? {} : { events }),
   };
   if (options.dryRun) {
     const due = await rt.store.countDueEvents(window);

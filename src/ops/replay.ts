@@ -42,21 +42,26 @@
  * and prune share), so a cancel issued during the replay waits for it and then withdraws
  * what it reopened, and two replays of one event never both add its missing rows.
  */
+
 import type { Transaction } from 'sequelize';
 import { decodeEvent } from '../codec/decode-event.js';
 import type { OutboxConfig, ResolvedReceiver } from '../declare/define-outbox.js';
+import type { EventColumnValue } from '../declare/event-columns.js';
 import type { FiringEvent } from '../declare/receiver.js';
 import type { DeliveryStatus } from '../declare/types.js';
 import { ValidationError } from '../errors/outbox-error.js';
+import { withColumns } from '../event-columns/store-io.js';
 import { type PlanContext, resolveDueAt, resolveTargets } from '../fire/plan.js';
 import type { Runtime } from '../runtime.js';
 import type { Addition, DeliveryRow, Reopening } from '../storage/store.js';
 import { scopedKey } from '../storage/tenant-keys.js';
 import {
+  columnsOption,
   describe,
   type EventIdentity,
   eventUuids,
   missingOf,
+  ofColumns,
   ofTenant,
   tenantOption,
 } from './arguments.js';
@@ -78,6 +83,12 @@ export interface ReplayEventsOptions {
    * @defaultValue every tenant's
    */
   readonly tenant?: string;
+  /**
+   * Only events whose declared columns hold these values (`{ order_id: 42 }`; every one
+   * named must match, `null` for none): another event is left untouched and reported among
+   * `missing`, as one of another tenant is. @defaultValue every event
+   */
+  readonly columns?: Readonly<Record<string, EventColumnValue>>;
   /**
    * The transaction to join (else the one Sequelize's CLS carries; else its own). `targets`
    * and `due` functions run in it.
@@ -113,14 +124,27 @@ export async function replayEvents(
   const uuids = eventUuids(events, where);
   const keys = receiverKeysOption(rt.config, options.receiverKeys, where);
   const tenant = tenantOption(rt.config, options.tenant, where);
+  const equal = columnsOption(rt.config, options.columns, where);
   if (uuids.length === 0) return { reopened: 0, added: 0, missing: [] };
   return inOperationTransaction(rt, options.transaction, async (transaction) => {
     const now = rt.clock();
-    const locked = ofTenant(await rt.store.lockEvents({ uuids }, transaction), tenant);
+    const locked = await ofColumns(
+      rt,
+      ofTenant(await rt.store.lockEvents({ uuids }, transaction), tenant),
+      equal,
+      transaction,
+    );
     const missing = missingOf(uuids, locked);
     if (locked.length === 0 || keys?.size === 0) return { reopened: 0, added: 0, missing };
     const sequences = locked.map((e) => e.sequence);
-    const stored = await rt.store.readEvents({ sequences }, transaction);
+    // With their columns (where declared): a replay's targets and due functions see the
+    // event as fire's did.
+    const stored = await withColumns(
+      rt,
+      await rt.store.readEvents({ sequences }, transaction),
+      where,
+      transaction,
+    );
     const rows = await rt.store.readDeliveriesOfEvents(sequences, transaction);
     const context: PlanContext = { now, transaction };
     const reopen: Reopening[] = [];

@@ -22,14 +22,18 @@
  * commits (src/ops/wake-relays.ts), naming its events' topics, so a relay idle on a long
  * poll delivers the requeued rows at once.
  */
+
 import type { Transaction } from 'sequelize';
 import { topicPatternProblem } from '../declare/define-outbox.js';
+import type { EventColumnValue } from '../declare/event-columns.js';
 import { ValidationError } from '../errors/outbox-error.js';
 import type { Runtime } from '../runtime.js';
 import type { DeadFilter } from '../storage/store.js';
 import {
+  columnsOption,
   deliveryIdList,
   describe,
+  eventsOfColumns,
   limitOption,
   receiverKeyOption,
   tenantOption,
@@ -52,6 +56,12 @@ export interface RequeueDeadOptions {
   readonly topics?: readonly string[];
   /** Only rows of this tenant's events (`settings.tenancy: 'column'`). @defaultValue every tenant's */
   readonly tenant?: string;
+  /**
+   * Only rows of events whose declared columns hold these values (`{ order_id: 42 }`;
+   * every one named must match, `null` for none), resolved to those events once, at the
+   * start. @defaultValue every event's
+   */
+  readonly columns?: Readonly<Record<string, EventColumnValue>>;
   /** At most this many rows. @defaultValue every dead row in scope */
   readonly limit?: number;
   /**
@@ -81,12 +91,14 @@ export interface RequeueBatch {
 /** `outbox.requeueDead()`: see the module comment. Returns how many rows were requeued. */
 export async function requeueDead(rt: Runtime, options: RequeueDeadOptions = {}): Promise<number> {
   const where = 'requeueDead()';
+  const equal = columnsOption(rt.config, options.columns, where);
   const filter: DeadFilter = {
     receiverKey: receiverKeyOption(options.receiverKey, where),
     deliveryIds:
       options.deliveryIds === undefined ? undefined : deliveryIdList(options.deliveryIds, where),
     topics: topicsOption(options.topics, where),
     tenants: tenantList(tenantOption(rt.config, options.tenant, where)),
+    events: await eventsOfColumns(rt, equal),
   };
   const limit = limitOption(options.limit, where);
   if (filter.deliveryIds?.length === 0 || filter.topics?.length === 0) return 0;

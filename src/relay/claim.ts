@@ -1,4 +1,5 @@
 import { ConfigurationError } from '../errors/outbox-error.js';
+import { withColumns } from '../event-columns/store-io.js';
 import type { Runtime } from '../runtime.js';
 import type { ClaimedDelivery, ClaimOptions, ClaimToken } from '../storage/store.js';
 import { newClaimToken } from './claim-token.js';
@@ -59,7 +60,7 @@ export async function claimBatch(rt: Runtime, request: ClaimRequest): Promise<Cl
     return { token, rows: [], leaseSeconds, leaseUntil };
   }
   const started = performance.now();
-  const rows = await rt.store.claim({
+  const claimed = await rt.store.claim({
     token,
     now: request.now,
     leaseUntil,
@@ -74,9 +75,41 @@ export async function claimBatch(rt: Runtime, request: ClaimRequest): Promise<Cl
     excludeTenants: request.excludeTenants,
     onlyEvents: request.onlyEvents,
   });
+  // The event's own columns, read apart (never by the claim's statement), only where declared.
+  const rows =
+    rt.config.eventColumns.length === 0 || claimed.length === 0
+      ? claimed
+      : await claimedWithColumns(rt, claimed, token);
   // A measurement, not a decision: the monotonic clock, not the runtime's (which tests move).
   rt.events.emit('relay:claimed', { rows: rows.length, durationMs: performance.now() - started });
   return { token, rows, leaseSeconds, leaseUntil };
+}
+
+/**
+ * The claimed rows with their events' declared columns, read in one statement (a claim's,
+ * and a task worker's take of one row); on failure the rows are handed back, then it throws.
+ */
+export async function claimedWithColumns(
+  rt: Runtime,
+  rows: readonly ClaimedDelivery[],
+  token: ClaimToken,
+): Promise<ClaimedDelivery[]> {
+  try {
+    const events = await withColumns(
+      rt,
+      rows.map((r) => r.event),
+      'the relay',
+    );
+    return rows.map((r, i) => ({ ...r, event: events[i] }));
+  } catch (error) {
+    // Not delivered: handed back at once, owed as before, not left to a lease to lapse.
+    await rt.store.release(
+      rows.map((r) => r.id),
+      token,
+      rt.clock(),
+    );
+    throw error;
+  }
 }
 
 /** The receiver-key filter of a request: its lanes', and its own keys', both holding. */

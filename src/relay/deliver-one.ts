@@ -2,7 +2,7 @@ import type { DeliveryStatus } from '../declare/types.js';
 import { ValidationError } from '../errors/outbox-error.js';
 import type { Runtime } from '../runtime.js';
 import type { ClaimedDelivery, ClaimToken } from '../storage/store.js';
-import { type Claim, claimBatch } from './claim.js';
+import { type Claim, claimBatch, claimedWithColumns } from './claim.js';
 import { claimLeaseSeconds, receiverLeaseSeconds } from './claim-lease.js';
 import { newClaimToken } from './claim-token.js';
 import { deliverBatch } from './deliver-batch.js';
@@ -105,7 +105,13 @@ async function takeUnderClaim(
     leaseUntil,
     now,
   );
-  return { token, rows: row ? [row] : [], leaseSeconds, leaseUntil };
+  const rows =
+    row && rt.config.eventColumns.length > 0
+      ? await claimedWithColumns(rt, [row], token)
+      : row
+        ? [row]
+        : [];
+  return { token, rows, leaseSeconds, leaseUntil };
 }
 
 /**

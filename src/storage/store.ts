@@ -1,4 +1,5 @@
 import type { Transaction } from 'sequelize';
+import type { EventColumnValue, ResolvedEventColumn } from '../declare/event-columns.js';
 import type { DeliveryStatus } from '../declare/types.js';
 
 /** One event row to write. Payload and headers are already encoded JSON text. */
@@ -69,6 +70,11 @@ export interface StoredEvent {
   readonly causedBy: string | null;
   /** The event's tenant, or null; its keys above are as given (the tenant's prefix stripped). */
   readonly tenant: string | null;
+  /**
+   * The declared event columns (`eventColumns`), read apart from the event row (never by the
+   * claim's own statement) where the outbox declares some; absent where it declares none.
+   */
+  readonly columns?: Readonly<Record<string, EventColumnValue>>;
 }
 
 /** Identifies one claim: who took the rows, and when (on the real clock). */
@@ -290,7 +296,14 @@ export interface Maintenance {
    * dead (`outbox.health()`); served by the owed and dead rows' indexes, never by history.
    * With a tenant, only the rows of its events (each read through the events' primary key).
    */
-  readBacklog(now: Date, filter?: { readonly tenant?: string }): Promise<BacklogRow[]>;
+  readBacklog(
+    now: Date,
+    filter?: {
+      readonly tenant?: string;
+      /** Only the rows of these events (sequences; an empty list: none): `health({ columns })`. */
+      readonly events?: readonly string[];
+    },
+  ): Promise<BacklogRow[]>;
   /**
    * Each of these receiver keys with its newest success, from its live rows and from the
    * last-success table the prune keeps (`outbox.quietReceivers()`); one entry per key.
@@ -343,6 +356,8 @@ export interface Maintenance {
     limit: number;
     /** Only this tenant's dead letters. */
     tenant?: string;
+    /** Only the dead letters of these events (sequences); an empty list: none. */
+    events?: readonly string[];
   }): Promise<DeadLetterRow[]>;
 
   // Prune and cleanup (issue 9): see storage/sql/prune.ts for the due rules and indexes.
@@ -422,6 +437,11 @@ export interface PruneWindow {
    * needs no tenant: the events it is handed were found among the tenant's.
    */
   readonly tenant?: string;
+  /**
+   * Only these events (sequences; an empty list: none): `pruneEvents({ columns })`, resolved
+   * to the events holding the values. The re-check at the delete needs no list either.
+   */
+  readonly events?: readonly string[];
 }
 
 /** An event due for deletion and how many delivery rows go with it. */
@@ -461,7 +481,7 @@ export interface SingleWriterLock {
  * conformance suite (`test/storage/store-conformance.test.ts`) holds every implementation
  * to the same behaviour, role by role.
  */
-export interface OutboxStore extends EventLog, DeliveryQueue, Maintenance {
+export interface OutboxStore extends EventLog, DeliveryQueue, Maintenance, EventColumnStore {
   /** The dialect's name, for messages only: decisions read {@link capabilities}. */
   readonly dialect: string;
   readonly capabilities: DialectCapabilities;
@@ -469,6 +489,56 @@ export interface OutboxStore extends EventLog, DeliveryQueue, Maintenance {
   migrate(): Promise<void>;
   /** Present when the dialect cannot split the queue: the one-relay-at-a-time lock. */
   readonly relayLock: SingleWriterLock | undefined;
+}
+
+/**
+ * The application's own columns of the events table (`defineOutbox({ eventColumns })`,
+ * sql/event-columns.ts). Asked only by an outbox that declares some: the claim, the insert
+ * and the operations' statements of one that declares none are unchanged.
+ */
+export interface EventColumnStore {
+  /** What the events table has: its columns (types lower-cased, as the database names them) and index names. */
+  describeEventsTable(): Promise<{
+    readonly columns: readonly TableColumn[];
+    readonly indexes: readonly string[];
+  }>;
+  /** The statements that add the columns and build the indexes `add` and `index` name, in one transaction where DDL has one. */
+  addEventColumns(
+    add: readonly ResolvedEventColumn[],
+    index: readonly ResolvedEventColumn[],
+  ): Promise<void>;
+  /** The statements {@link addEventColumns} would run, as text (`outbox migrate --print-sql`). */
+  eventColumnStatements(
+    add: readonly ResolvedEventColumn[],
+    index: readonly ResolvedEventColumn[],
+  ): string[];
+  /** Set the columns of events just written, one UPDATE each, by primary key, in `transaction`. */
+  writeEventColumns(items: readonly EventColumnWrite[], transaction: Transaction): Promise<void>;
+  /** The declared columns of events, by sequence: each value as the driver returned it. */
+  readEventColumns(
+    sequences: readonly string[],
+    columns: readonly ResolvedEventColumn[],
+    transaction?: Transaction,
+  ): Promise<Map<string, Record<string, unknown>>>;
+  /** The sequences of the events whose columns equal the values given (null: none), oldest first. */
+  eventsWithColumns(
+    equal: readonly { readonly column: ResolvedEventColumn; readonly value: unknown }[],
+  ): Promise<string[]>;
+}
+
+/** A column of the events table as the database describes it. */
+export interface TableColumn {
+  readonly name: string;
+  /** The database's own type name (`bigint`, `timestamp with time zone`, `BIGINT` …), lower-cased. */
+  readonly type: string;
+}
+
+/** One event's columns to set, after the insert that wrote it. */
+export interface EventColumnWrite {
+  readonly sequence: string;
+  readonly columns: readonly ResolvedEventColumn[];
+  /** The values, in `columns`' order, as {@link SqlDialect.value} binds them. */
+  readonly values: readonly (string | number | boolean | Date | null)[];
 }
 
 /** A delivery row as stored. */
@@ -543,4 +613,9 @@ export interface DeadFilter {
   readonly topics?: readonly string[];
   /** Only rows whose event belongs to one of these tenants (an empty list: none). */
   readonly tenants?: readonly string[];
+  /**
+   * Only rows of these events (sequences; an empty list: none): an operation's `columns`,
+   * resolved to the events that hold them.
+   */
+  readonly events?: readonly string[];
 }

@@ -47,6 +47,7 @@ const RANKS: readonly (readonly string[])[] = [
   ['sequelize', 'runtime.ts'],
   ['transaction'],
   ['storage'],
+  ['event-columns'],
   ['observe'],
   ['transports'],
   ['tasks'],

@@ -4,9 +4,10 @@
  * the line under it ever compiles. The functions under test are never called here: the
  * outboxes below are declared, not made.
  */
+
 import { describe, expectTypeOf, it } from 'vitest';
 import { z } from 'zod';
-import type { DeliveryStatus, Outbox } from '../../src/index.js';
+import type { DeliveryStatus, EventColumnValue, Outbox } from '../../src/index.js';
 import { defineOutbox, event } from '../../src/index.js';
 import {
   type AssertFiredOptions,
@@ -83,7 +84,10 @@ describe('assertFired, typed by the outbox config', () => {
   });
 
   it('takes only the options it knows', () => {
-    expectTypeOf<AssertFiredOptions>().toEqualTypeOf<{ readonly times?: number }>();
+    expectTypeOf<AssertFiredOptions>().toEqualTypeOf<{
+      readonly times?: number;
+      readonly columns?: Readonly<Record<string, EventColumnValue>>;
+    }>();
     expectTypeOf(() =>
       // @ts-expect-error a misspelt option does not compile
       assertFired(outbox, 'shop.OrderPlaced', { time: 1 }),

@@ -11,7 +11,16 @@
  * Identifiers are written double-quoted, as everywhere in `storage/sql/`; the runner turns
  * them into backticks (runner.ts), so no session needs `ANSI_QUOTES`.
  */
-import type { ColumnType, DdlDialect, RowColumn, SqlDialect, SqlType } from '../sql/dialect.js';
+import type { EventColumnType } from '../../declare/event-columns.js';
+import type {
+  ColumnType,
+  DdlDialect,
+  EventColumnSpelling,
+  RowColumn,
+  SqlDialect,
+  SqlType,
+} from '../sql/dialect.js';
+import { eventsTableName } from '../sql/event-columns.js';
 import type { PhaseSql } from '../sql/phase.js';
 import { quoteIdent } from '../tables.js';
 
@@ -59,9 +68,42 @@ function col(row: string | undefined): string {
   return row ? `${row}.phase` : 'phase';
 }
 
+/**
+ * The event columns' types and the `information_schema` DATA_TYPEs that hold each: a
+ * timestamp is epoch milliseconds in a BIGINT, as the outbox's own; a boolean a TINYINT(1).
+ */
+const MARIADB_EVENT_COLUMNS: Record<EventColumnType, { ddl: string; holds: readonly string[] }> = {
+  text: { ddl: 'TEXT', holds: ['text', 'tinytext', 'mediumtext', 'longtext', 'varchar'] },
+  uuid: { ddl: 'VARCHAR(36)', holds: ['varchar', 'char', 'uuid'] },
+  integer: { ddl: 'INT', holds: ['int'] },
+  bigint: { ddl: 'BIGINT', holds: ['bigint'] },
+  boolean: { ddl: 'BOOLEAN', holds: ['tinyint'] },
+  timestamp: { ddl: 'BIGINT', holds: ['bigint'] },
+};
+
+/** The events table of the connection's database. */
+const MARIADB_EVENT_COLUMN_SPELLING: EventColumnSpelling = {
+  ddl: (type) => MARIADB_EVENT_COLUMNS[type].ddl,
+  holds: (type, found) => MARIADB_EVENT_COLUMNS[type].holds.includes(found),
+  // A TEXT is indexed by a prefix: 191 characters, the most of utf8mb4 an index key held
+  // before MariaDB 10.2's large prefixes (as the outbox's own receiver_key index).
+  indexColumn: (name, type) => (type === 'text' ? `${name}(191)` : name),
+  columnsSql: (t) => ({
+    sql: `SELECT COLUMN_NAME AS name, LOWER(DATA_TYPE) AS type FROM information_schema.columns
+      WHERE table_schema = DATABASE() AND table_name = $1`,
+    bind: [eventsTableName(t)],
+  }),
+  indexesSql: (t) => ({
+    sql: `SELECT DISTINCT INDEX_NAME AS name FROM information_schema.statistics
+      WHERE table_schema = DATABASE() AND table_name = $1`,
+    bind: [eventsTableName(t)],
+  }),
+};
+
 function ddlOf(json: string): DdlDialect {
   const columns = columnsOf(json);
   return {
+    eventColumns: MARIADB_EVENT_COLUMN_SPELLING,
     columnType: (type) => columns[type],
     // No default for the current time: every writer supplies it (in epoch milliseconds).
     // A JSON default is an expression, the only default MySQL allows on a text column.

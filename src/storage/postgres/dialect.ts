@@ -3,7 +3,16 @@
  * (`= ANY($n::bigint[])`), tables of rows as parallel arrays through `unnest`, JSONB and
  * timestamptz columns, partial indexes. Values bind as they are (Dates, text ids).
  */
-import type { ColumnType, DdlDialect, RowColumn, SqlDialect, SqlType } from '../sql/dialect.js';
+import type { EventColumnType } from '../../declare/event-columns.js';
+import type {
+  ColumnType,
+  DdlDialect,
+  EventColumnSpelling,
+  RowColumn,
+  SqlDialect,
+  SqlType,
+} from '../sql/dialect.js';
+import { eventsTableName } from '../sql/event-columns.js';
 import { PHASE_COLUMN, PHASE_OF_STATUS } from '../sql/phase.js';
 
 const PG_TYPES: Record<SqlType, string> = {
@@ -28,7 +37,35 @@ const PG_COLUMNS: Record<ColumnType, string> = {
   timestamp: 'timestamptz',
 };
 
+/** The event columns' types, and the `information_schema` data types that hold each. */
+const PG_EVENT_COLUMNS: Record<EventColumnType, { ddl: string; holds: readonly string[] }> = {
+  text: { ddl: 'text', holds: ['text', 'character varying'] },
+  uuid: { ddl: 'uuid', holds: ['uuid'] },
+  integer: { ddl: 'integer', holds: ['integer'] },
+  bigint: { ddl: 'bigint', holds: ['bigint'] },
+  boolean: { ddl: 'boolean', holds: ['boolean'] },
+  timestamp: { ddl: 'timestamptz', holds: ['timestamp with time zone'] },
+};
+
+/** The events table of the outbox's schema (else the search path's first). */
+const PG_EVENT_COLUMN_SPELLING: EventColumnSpelling = {
+  ddl: (type) => PG_EVENT_COLUMNS[type].ddl,
+  holds: (type, found) => PG_EVENT_COLUMNS[type].holds.includes(found),
+  indexColumn: (name) => name,
+  columnsSql: (t) => ({
+    sql: `SELECT column_name AS name, data_type AS type FROM information_schema.columns
+      WHERE table_schema = COALESCE($1::text, current_schema()) AND table_name = $2::text`,
+    bind: [t.schema ?? null, eventsTableName(t)],
+  }),
+  indexesSql: (t) => ({
+    sql: `SELECT indexname AS name FROM pg_indexes
+      WHERE schemaname = COALESCE($1::text, current_schema()) AND tablename = $2::text`,
+    bind: [t.schema ?? null, eventsTableName(t)],
+  }),
+};
+
 const ddl: DdlDialect = {
+  eventColumns: PG_EVENT_COLUMN_SPELLING,
   columnType: (type) => PG_COLUMNS[type],
   defaultValue: (v) =>
     v === 'now'

@@ -24,7 +24,9 @@
  * and the idempotency tail are reused as they are.
  */
 import type { Transaction } from 'sequelize';
+import type { EventColumnType } from '../../declare/event-columns.js';
 import type { Row } from '../rows.js';
+import type { TableNames } from '../tables.js';
 import type { PhaseSql } from './phase.js';
 
 /** The value types a parameter, a list or a column of a rows parameter carries. */
@@ -156,6 +158,22 @@ export interface DdlDialect {
    * under the migrations table's record of its version.
    */
   readonly addColumnIfNotExists?: boolean;
+  /** How the application's event columns are spelled and introspected (sql/event-columns.ts). */
+  readonly eventColumns: EventColumnSpelling;
+}
+
+/** How a dialect spells and reads the event columns. */
+export interface EventColumnSpelling {
+  /** The column type of `ALTER TABLE … ADD COLUMN`. */
+  ddl(type: EventColumnType): string;
+  /** Whether a column the database describes as `found` (lower-cased) holds `type`. */
+  holds(type: EventColumnType, found: string): boolean;
+  /** The index's column expression (MariaDB indexes a TEXT by a prefix of it). */
+  indexColumn(name: string, type: EventColumnType): string;
+  /** The columns of the events table: rows of `name`, `type`. */
+  columnsSql(t: TableNames): { readonly sql: string; readonly bind: readonly unknown[] };
+  /** The index names on the events table: rows of `name`. */
+  indexesSql(t: TableNames): { readonly sql: string; readonly bind: readonly unknown[] };
 }
 
 /**

@@ -31,11 +31,20 @@ export const RECEIVER_KEY_COLUMNS: readonly RowColumn<string>[] = [
  * for a row without a due time (a correlated subquery, never a join that could scan the
  * events). The second branch reads the dead rows (deliveries_dead_letters).
  */
-export function healthSql(t: TableNames, d: SqlDialect, ofTenant = false): string {
+export function healthSql(
+  t: TableNames,
+  d: SqlDialect,
+  ofTenant = false,
+  ofEvents = false,
+): string {
   const now = d.param(1, 'timestamp');
   // One tenant's rows (`health({ tenant })`): $2 a list of its name, each row's event read
-  // through the events' primary key, as a relay's tenants are.
-  const tenant = (row: string) => (ofTenant ? ` AND ${tenantMatchSql(t, d, row, 2)}` : '');
+  // through the events' primary key, as a relay's tenants are. The rows of some events
+  // (`health({ columns })`, resolved to events): the list of their sequences after it.
+  const tenant = (row: string) =>
+    `${ofTenant ? ` AND ${tenantMatchSql(t, d, row, 2)}` : ''}${
+      ofEvents ? ` AND ${d.inList(`${row}.event_id`, ofTenant ? 3 : 2, 'bigint')}` : ''
+    }`;
   const come = `(o.due_at IS NULL OR o.due_at <= ${now})`;
   const owedRows = (where: string) => `
       SELECT o.receiver_key,

@@ -69,10 +69,15 @@ export interface OperationStatements {
   readonly deadLetters: string;
   /** The dead letters of one tenant: `deadLetters` with the tenant's name at $3. */
   readonly deadLettersOfTenant: string;
-  /** The dead rows of a filter; with topics, or tenants, the text that reads them. */
-  deadCandidates(withTopics: boolean, withTenants?: boolean): string;
+  /**
+   * Dead letters of the events in a list (an operation's `columns`, resolved to events):
+   * `deadLetters` with the tenant's name at $3 where `ofTenant`, then the list of sequences.
+   */
+  deadLettersOfEvents(ofTenant: boolean): string;
+  /** The dead rows of a filter; with topics, tenants or events, the text that reads them. */
+  deadCandidates(withTopics: boolean, withTenants?: boolean, withEvents?: boolean): string;
   /** How many rows {@link deadCandidates} would return (`requeueDead({ dryRun })`). */
-  countDeadCandidates(withTopics: boolean, withTenants?: boolean): string;
+  countDeadCandidates(withTopics: boolean, withTenants?: boolean, withEvents?: boolean): string;
 }
 
 export function operationStatements(t: TableNames, d: SqlDialect): OperationStatements {
@@ -88,20 +93,28 @@ export function operationStatements(t: TableNames, d: SqlDialect): OperationStat
    * (NULL: any), with topics, whose event's topic is one of $4 or starts with one of $5,
    * and with tenants, whose event is one of their tenants' (the list after the topics').
    */
-  const deadRows = (withTopics: boolean, withTenants = false) => `SELECT c.id FROM ${t.deliveries} c
+  const deadRows = (
+    withTopics: boolean,
+    withTenants = false,
+    withEvents = false,
+  ) => `SELECT c.id FROM ${t.deliveries} c
       WHERE ${d.ddl.phase.dead('c')}
         AND (${d.param(1, 'text')} IS NULL OR c.receiver_key = ${d.param(1, 'text')})
         AND (${d.listIsNull(2, 'bigint')} OR ${d.inList('c.id', 2, 'bigint')})${
           withTopics ? `\n        AND ${topicMatchSql(t, d, 'c', 4, 5)}` : ''
-        }${withTenants ? `\n        AND ${tenantMatchSql(t, d, 'c', withTopics ? 6 : 4)}` : ''}`;
-  const deadLetters = (ofTenant: boolean) => `
+        }${withTenants ? `\n        AND ${tenantMatchSql(t, d, 'c', withTopics ? 6 : 4)}` : ''}${
+          withEvents
+            ? `\n        AND ${d.inList('c.event_id', 4 + (withTopics ? 2 : 0) + (withTenants ? 1 : 0), 'bigint')}`
+            : ''
+        }`;
+  const deadLetters = (ofTenant: boolean, ofEvents = false) => `
       SELECT d.id, d.event_id, d.receiver_key, d.target, d.attempts, d.max_attempts,
              d.last_error, d.completed_at, e.uuid AS event_uuid, e.name AS event_name,
              e.recorded_at AS event_recorded_at, e.tenant AS event_tenant
       FROM ${t.deliveries} d JOIN ${t.events} e ON e.id = d.event_id
       WHERE ${d.ddl.phase.dead('d')} AND (${d.param(1, 'text')} IS NULL OR d.receiver_key = ${d.param(1, 'text')})${
         ofTenant ? `\n        AND e.tenant = ${d.param(3, 'text')}` : ''
-      }
+      }${ofEvents ? `\n        AND ${d.inList('d.event_id', ofTenant ? 4 : 3, 'bigint')}` : ''}
       ORDER BY d.completed_at DESC, d.id DESC
       LIMIT $2`;
   return {
@@ -165,20 +178,21 @@ export function operationStatements(t: TableNames, d: SqlDialect): OperationStat
      */
     deadLetters: deadLetters(false),
     deadLettersOfTenant: deadLetters(true),
+    deadLettersOfEvents: (ofTenant) => deadLetters(ofTenant, true),
     /**
      * The ids of up to $3 dead rows, oldest event first (those hold back the most): of
      * receiver $1 (NULL: all), among the ids $2 (NULL: any), and with topics, whose event's
      * topic is one of the names $4 or starts with one of the prefixes $5. Reads every dead
      * row (deliveries_dead_letters).
      */
-    deadCandidates: (withTopics, withTenants) => `
-      ${deadRows(withTopics, withTenants)}
+    deadCandidates: (withTopics, withTenants, withEvents) => `
+      ${deadRows(withTopics, withTenants, withEvents)}
       ORDER BY c.event_id, c.id
       LIMIT $3`,
     /** `(n)`: how many dead rows the same filter finds, at most $3. Reads every dead row. */
-    countDeadCandidates: (withTopics, withTenants) => `
+    countDeadCandidates: (withTopics, withTenants, withEvents) => `
       SELECT count(*) AS n FROM (
-      ${deadRows(withTopics, withTenants)}
+      ${deadRows(withTopics, withTenants, withEvents)}
       LIMIT $3) x`,
   };
 }
@@ -191,5 +205,6 @@ export function deadCandidatesBind(d: SqlDialect, f: DeadFilter, limit: number):
     bind.push(d.list(names, 'text'), d.list(prefixes, 'text'));
   }
   if (f.tenants !== undefined) bind.push(d.list(f.tenants, 'text'));
+  if (f.events !== undefined) bind.push(d.list(f.events, 'bigint'));
   return bind;
 }

@@ -51,6 +51,11 @@ export interface PruneStatements {
   /** `dueRetention` and `duePublished` of one tenant's events, $4 the tenant. */
   readonly dueRetentionOfTenant: string;
   readonly duePublishedOfTenant: string;
+  /**
+   * `dueRetention` and `duePublished` of a list of events (`pruneEvents({ columns })`,
+   * resolved to events): the tenant at $4 where `ofTenant`, then the list of sequences.
+   */
+  dueOfEvents(rule: DueRule, ofTenant: boolean): string;
   /** $1 now, $2 cutoff, $3 a list of event ids → the ids still due. */
   readonly recheckRetention: string;
   readonly recheckPublished: string;
@@ -148,13 +153,17 @@ function dueSql(
   p: PruneDialect,
   rule: DueRule,
   ofTenant = false,
+  ofEvents = false,
 ): string {
   const now = d.param(1, 'timestamp');
   const cutoff = d.param(2, 'timestamp');
   const limit = d.param(3, 'integer');
   // One tenant's (`pruneEvents({ tenant })`): each branch's index read filtered on the
   // event row, the tenant having no index of its own (a rare, operator-run narrowing).
-  const tenant = ofTenant ? ` AND e.tenant = ${d.param(4, 'text')}` : '';
+  // Some events' (`pruneEvents({ columns })`): their list after the tenant, if any.
+  const tenant = `${ofTenant ? ` AND e.tenant = ${d.param(4, 'text')}` : ''}${
+    ofEvents ? ` AND ${d.inList('e.id', ofTenant ? 5 : 4, 'bigint')}` : ''
+  }`;
   const arms = branches(t, d, p, rule, now, cutoff).map(
     (b, i) =>
       `SELECT a${i}.id FROM (SELECT e.id FROM ${t.events} e WHERE ${b.where}${tenant} ORDER BY ${b.order} LIMIT ${limit}) a${i}`,
@@ -188,6 +197,7 @@ export function pruneStatements(t: TableNames, d: SqlDialect, p: PruneDialect): 
     duePublished: dueSql(t, d, p, 'published'),
     dueRetentionOfTenant: dueSql(t, d, p, 'retention', true),
     duePublishedOfTenant: dueSql(t, d, p, 'published', true),
+    dueOfEvents: (rule, ofTenant) => dueSql(t, d, p, rule, ofTenant, true),
     recheckRetention: recheckSql(t, d, p, 'retention'),
     recheckPublished: recheckSql(t, d, p, 'published'),
     lock: p.lockEvents(t),
@@ -225,6 +235,15 @@ export async function findDueEvents(
 ): Promise<DueEvent[]> {
   const d = h.dialect;
   const bind = [d.value(w.now, 'timestamp'), d.value(w.cutoff, 'timestamp'), Math.min(limit, ALL)];
+  if (w.events !== undefined) {
+    if (w.events.length === 0) return [];
+    const ofTenant = w.tenant !== undefined;
+    const rows = await h.runner.select<{ id: unknown; deliveries: unknown }>(
+      h.sql.dueOfEvents(w.rule, ofTenant),
+      [...bind, ...(ofTenant ? [w.tenant] : []), d.list(w.events, 'bigint')],
+    );
+    return rows.map((r) => ({ sequence: String(r.id), deliveries: Number(r.deliveries) }));
+  }
   const sql =
     w.tenant === undefined
       ? w.rule === 'published'

@@ -5,6 +5,7 @@
  * insert, its claim, its record, its migrate specifics and its single-writer lock, if any.
  */
 import { type Sequelize, Transaction } from 'sequelize';
+import type { ResolvedEventColumn } from '../../declare/event-columns.js';
 import type { DeliveryStatus } from '../../declare/types.js';
 import {
   countsFrom,
@@ -27,6 +28,7 @@ import type {
   DeliveryRow,
   DialectCapabilities,
   DueEvent,
+  EventColumnWrite,
   EventLockSelection,
   EventRowInput,
   InsertOptions,
@@ -39,11 +41,20 @@ import type {
   Reopening,
   SingleWriterLock,
   StoredEvent,
+  TableColumn,
   WrittenEvent,
 } from '../store.js';
 import type { TableNames } from '../tables.js';
 import { type ClaimShape, claimFilterBind } from './claim-filter.js';
 import type { SqlDialect, SqlRunner } from './dialect.js';
+import {
+  addEventColumnSql,
+  createEventColumnIndexSql,
+  eventsWithColumnsSql,
+  readEventColumnsSql,
+  SQL_TYPE_OF,
+  writeEventColumnsSql,
+} from './event-columns.js';
 import { healthSql, lastSucceededSql, RECEIVER_KEY_COLUMNS } from './health.js';
 import {
   ADD_COLUMNS,
@@ -128,6 +139,87 @@ export abstract class SqlStore implements OutboxStore {
   /** The parameters $1, $2 of a compare-and-set on `token`. */
   protected tokenBind(token: ClaimToken): unknown[] {
     return [token.workerId, this.d.value(token.claimedAt, 'timestamp')];
+  }
+
+  async describeEventsTable(): Promise<{ columns: TableColumn[]; indexes: string[] }> {
+    const spelling = this.d.ddl.eventColumns;
+    const c = spelling.columnsSql(this.t);
+    const i = spelling.indexesSql(this.t);
+    const columns = await this.runner.select<{ name: string; type: string }>(c.sql, [...c.bind]);
+    const indexes = await this.runner.select<{ name: string }>(i.sql, [...i.bind]);
+    return {
+      columns: columns.map((r) => ({ name: String(r.name), type: String(r.type).toLowerCase() })),
+      indexes: indexes.map((r) => String(r.name)),
+    };
+  }
+
+  eventColumnStatements(
+    add: readonly ResolvedEventColumn[],
+    index: readonly ResolvedEventColumn[],
+  ): string[] {
+    const spelling = this.d.ddl.eventColumns;
+    return [
+      ...add.map((c) => addEventColumnSql(this.t, spelling, c)),
+      ...index.map((c) => createEventColumnIndexSql(this.t, spelling, c)),
+    ];
+  }
+
+  async addEventColumns(
+    add: readonly ResolvedEventColumn[],
+    index: readonly ResolvedEventColumn[],
+  ): Promise<void> {
+    const statements = this.eventColumnStatements(add, index);
+    if (statements.length === 0) return;
+    // One transaction: PostgreSQL and SQLite roll back a half-done set; MariaDB commits
+    // each DDL statement by itself (a rerun of migrate adds what is still missing).
+    await this.sequelize.transaction(async (transaction) => {
+      for (const statement of statements) await this.runner.run(statement, [], transaction);
+    });
+  }
+
+  async writeEventColumns(
+    items: readonly EventColumnWrite[],
+    transaction: Transaction,
+  ): Promise<void> {
+    for (const item of items) {
+      await this.runner.run(
+        writeEventColumnsSql(this.t, this.d, item.columns),
+        [
+          ...item.columns.map((c, i) => this.d.value(item.values[i], SQL_TYPE_OF[c.type])),
+          this.d.value(item.sequence, 'bigint'),
+        ],
+        transaction,
+      );
+    }
+  }
+
+  async readEventColumns(
+    sequences: readonly string[],
+    columns: readonly ResolvedEventColumn[],
+    transaction?: Transaction,
+  ): Promise<Map<string, Record<string, unknown>>> {
+    const found = new Map<string, Record<string, unknown>>();
+    if (sequences.length === 0 || columns.length === 0) return found;
+    const rows = await this.runner.select(
+      readEventColumnsSql(this.t, this.d, columns),
+      [this.d.list(sequences, 'bigint')],
+      transaction,
+    );
+    for (const r of rows) found.set(String(r.id), r);
+    return found;
+  }
+
+  async eventsWithColumns(
+    equal: readonly { readonly column: ResolvedEventColumn; readonly value: unknown }[],
+  ): Promise<string[]> {
+    const shape = equal.map((e) => ({ column: e.column, isNull: e.value === null }));
+    const bind = equal
+      .filter((e) => e.value !== null)
+      .map((e) =>
+        this.d.value(e.value as string | number | boolean | Date, SQL_TYPE_OF[e.column.type]),
+      );
+    const rows = await this.runner.select(eventsWithColumnsSql(this.t, this.d, shape), bind);
+    return rows.map((r) => String(r.id));
   }
 
   async readEvents(
@@ -297,10 +389,21 @@ export abstract class SqlStore implements OutboxStore {
   #tenantBacklogSql: string | undefined;
   #lastSucceededSql: string | undefined;
 
-  async readBacklog(now: Date, filter: { readonly tenant?: string } = {}): Promise<BacklogRow[]> {
+  async readBacklog(
+    now: Date,
+    filter: { readonly tenant?: string; readonly events?: readonly string[] } = {},
+  ): Promise<BacklogRow[]> {
     const at = this.d.value(now, 'timestamp');
     let rows: Row[];
-    if (filter.tenant === undefined) {
+    if (filter.events !== undefined) {
+      if (filter.events.length === 0) return [];
+      const ofTenant = filter.tenant !== undefined;
+      rows = await this.runner.select(healthSql(this.t, this.d, ofTenant, true), [
+        at,
+        ...(ofTenant ? [this.d.list([filter.tenant as string], 'text')] : []),
+        this.d.list(filter.events, 'bigint'),
+      ]);
+    } else if (filter.tenant === undefined) {
       this.#backlogSql ??= healthSql(this.t, this.d);
       rows = await this.runner.select(this.#backlogSql, [at]);
     } else {
@@ -433,7 +536,11 @@ export abstract class SqlStore implements OutboxStore {
   ): Promise<string[]> {
     if (nothingDead(filter) || limit <= 0) return [];
     const rows = await this.runner.select(
-      this.ops.deadCandidates(filter.topics !== undefined, filter.tenants !== undefined),
+      this.ops.deadCandidates(
+        filter.topics !== undefined,
+        filter.tenants !== undefined,
+        filter.events !== undefined,
+      ),
       deadCandidatesBind(this.d, filter, limit),
       transaction,
     );
@@ -443,7 +550,11 @@ export abstract class SqlStore implements OutboxStore {
   async countDeadDeliveries(filter: DeadFilter, limit: number): Promise<number> {
     if (nothingDead(filter) || limit <= 0) return 0;
     const [row] = await this.runner.select(
-      this.ops.countDeadCandidates(filter.topics !== undefined, filter.tenants !== undefined),
+      this.ops.countDeadCandidates(
+        filter.topics !== undefined,
+        filter.tenants !== undefined,
+        filter.events !== undefined,
+      ),
       deadCandidatesBind(this.d, filter, limit),
     );
     return Number(row?.n ?? 0);
@@ -462,13 +573,20 @@ export abstract class SqlStore implements OutboxStore {
     receiverKey?: string;
     limit: number;
     tenant?: string;
+    events?: readonly string[];
   }): Promise<DeadLetterRow[]> {
+    if (filter.events?.length === 0) return [];
     const rows = await this.runner.select(
-      filter.tenant === undefined ? this.ops.deadLetters : this.ops.deadLettersOfTenant,
+      filter.events !== undefined
+        ? this.ops.deadLettersOfEvents(filter.tenant !== undefined)
+        : filter.tenant === undefined
+          ? this.ops.deadLetters
+          : this.ops.deadLettersOfTenant,
       [
         filter.receiverKey ?? null,
         filter.limit,
         ...(filter.tenant === undefined ? [] : [filter.tenant]),
+        ...(filter.events === undefined ? [] : [this.d.list(filter.events, 'bigint')]),
       ],
     );
     return rows.map((r) => ({
@@ -490,7 +608,12 @@ export abstract class SqlStore implements OutboxStore {
 
 /** A dead-row filter that admits nothing: an empty list of ids, topics or tenants. */
 function nothingDead(f: DeadFilter): boolean {
-  return f.deliveryIds?.length === 0 || f.topics?.length === 0 || f.tenants?.length === 0;
+  return (
+    f.deliveryIds?.length === 0 ||
+    f.topics?.length === 0 ||
+    f.tenants?.length === 0 ||
+    f.events?.length === 0
+  );
 }
 
 /** Thrown inside a handler's transaction to roll it back when the acknowledgement lost. */

@@ -4,7 +4,16 @@
  * milliseconds (INTEGER, which compares and indexes exactly); ids as integers; booleans
  * as 1 / 0; every other column TEXT.
  */
-import type { ColumnType, DdlDialect, RowColumn, SqlDialect, SqlType } from '../sql/dialect.js';
+import type { EventColumnType } from '../../declare/event-columns.js';
+import type {
+  ColumnType,
+  DdlDialect,
+  EventColumnSpelling,
+  RowColumn,
+  SqlDialect,
+  SqlType,
+} from '../sql/dialect.js';
+import { eventsTableName } from '../sql/event-columns.js';
 import { PHASE_OF_STATUS_SQL } from '../sql/phase.js';
 
 const SQLITE_COLUMNS: Record<ColumnType, string> = {
@@ -21,7 +30,37 @@ const SQLITE_COLUMNS: Record<ColumnType, string> = {
 
 const literal = (s: string): string => `'${s.replace(/'/g, "''")}'`;
 
+/**
+ * The event columns' declared types (SQLite keeps the name a column was declared with), and
+ * the names that hold each: a uuid is TEXT, as the outbox's own; a timestamp epoch
+ * milliseconds, spelled TIMESTAMP (NUMERIC affinity keeps an integer an integer) so it is
+ * told apart from an integer column.
+ */
+const SQLITE_EVENT_COLUMNS: Record<EventColumnType, { ddl: string; holds: readonly string[] }> = {
+  text: { ddl: 'TEXT', holds: ['text', 'varchar'] },
+  uuid: { ddl: 'TEXT', holds: ['text', 'uuid'] },
+  integer: { ddl: 'INTEGER', holds: ['integer', 'int'] },
+  bigint: { ddl: 'BIGINT', holds: ['bigint', 'integer'] },
+  boolean: { ddl: 'BOOLEAN', holds: ['boolean'] },
+  timestamp: { ddl: 'TIMESTAMP', holds: ['timestamp'] },
+};
+
+const SQLITE_EVENT_COLUMN_SPELLING: EventColumnSpelling = {
+  ddl: (type) => SQLITE_EVENT_COLUMNS[type].ddl,
+  holds: (type, found) => SQLITE_EVENT_COLUMNS[type].holds.includes(found.replace(/\(.*$/, '')),
+  indexColumn: (name) => name,
+  columnsSql: (t) => ({
+    sql: 'SELECT name AS name, lower(type) AS type FROM pragma_table_info($1)',
+    bind: [eventsTableName(t)],
+  }),
+  indexesSql: (t) => ({
+    sql: 'SELECT name AS name FROM pragma_index_list($1)',
+    bind: [eventsTableName(t)],
+  }),
+};
+
 const ddl: DdlDialect = {
+  eventColumns: SQLITE_EVENT_COLUMN_SPELLING,
   columnType: (type) => SQLITE_COLUMNS[type],
   // No default for the current time: every writer supplies it (in epoch milliseconds).
   defaultValue: (v) =>
