@@ -102,6 +102,33 @@ describe.skipIf(!inject('pgAvailable'))('tenants: a schema per tenant [postgres]
     await outbox.close();
   });
 
+  it('migrate({ schemas }) adds the declared event columns in every schema; an event carries its columns there', async () => {
+    const delivered: unknown[] = [];
+    const config = defineOutbox({
+      events: { 'shop.Placed': event({ schema: z.object({ n: z.number() }) }) },
+      receivers: {
+        'shop.log': receiver('shop.Placed', { handle: (e) => void delivered.push(e.columns) }),
+      },
+      eventColumns: { order_id: { type: 'bigint', index: true } },
+      settings: { tenancy: 'schema' },
+    });
+    const outbox = await openOutbox(db, config, { tenantSchema });
+    await outbox.migrate({ schemas: [tenantSchema('c1'), tenantSchema('c2')] });
+    const [columns] = await db.sequelize.query(
+      `SELECT table_schema AS schema, data_type AS type FROM information_schema.columns
+        WHERE table_schema IN ('${tenantSchema('c1')}', '${tenantSchema('c2')}')
+          AND table_name = '${runtimeOf(outbox).tables.prefix}events' AND column_name = 'order_id' ORDER BY 1`,
+    );
+    expect(columns).toEqual([
+      { schema: tenantSchema('c1'), type: 'bigint' },
+      { schema: tenantSchema('c2'), type: 'bigint' },
+    ]);
+    await outbox.fire('shop.Placed', { n: 1 }, { tenant: 'c2', columns: { order_id: 42 } });
+    await outbox.runRelay({ tenants: ['c1', 'c2'], untilIdle: true });
+    expect(delivered).toEqual([{ order_id: '42' }]);
+    await outbox.close();
+  });
+
   it('each tenant’s events are written to its schema, in the caller’s transaction', async () => {
     const outbox = await open([], ['w_acme', 'w_globex']);
     await outbox.fire('shop.Placed', { n: 1 }, { tenant: 'w_acme' });
