@@ -1,6 +1,6 @@
-import { formatConfigPath } from '../declare/config-path.js';
 import type { OutboxConfig } from '../declare/define-outbox.js';
 import type { JsonValue, OutboxEvent } from '../declare/types.js';
+import { formatConfigPath } from '../errors/config-path.js';
 import {
   ConfigurationError,
   PayloadDecodeError,

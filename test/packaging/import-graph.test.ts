@@ -41,8 +41,9 @@ const OUTSIDE_THE_RUNTIME = [
  */
 const RANKS: readonly (readonly string[])[] = [
   ['errors'],
+  ['codec'],
   ['declare'],
-  ['codec', 'introspect'],
+  ['introspect'],
   ['scope'],
   ['sequelize', 'runtime.ts'],
   ['transaction'],
