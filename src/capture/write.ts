@@ -120,8 +120,13 @@ async function writeEvents(
       payload,
       orderingKey: orderingKeyOf(capture, change),
       occurredAt: change.occurredAt,
-      // The row's tenant wins over the scope's (null too: a row of no tenant is no one's).
-      ...(capture.tenant === undefined ? {} : { tenant: change.tenant ?? null }),
+      // The extension's tenant wins, then the row's over the scope's (null too: a row of no
+      // tenant is no one's).
+      ...(extension?.tenant !== undefined
+        ? { tenant: extension.tenant }
+        : capture.tenant === undefined
+          ? {}
+          : { tenant: change.tenant ?? null }),
       ...(extension?.headers ? { headers: extension.headers } : {}),
       ...(extension?.columns ? { columns: extension.columns } : {}),
     };

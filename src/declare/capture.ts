@@ -83,6 +83,15 @@ export interface ChangeExtension {
    * `extra_field_values`), checked as `fire(…, { columns })` checks them.
    */
   readonly columns?: Readonly<Record<string, EventColumnValue>>;
+  /**
+   * The event's tenant (`settings.tenancy` `'column'` or `'schema'`), over the row's tenant
+   * attribute and the `withTenant()` scope around the write: the reference's
+   * `extra_field_values` setting the outbox's tenant field, for a model whose rows hold the
+   * tenant in no attribute of their own (read from a parent, say). `null` is the event of
+   * no tenant. Checked as `fire(…, { tenant })` checks it. The envelope's `tenant` stays the
+   * row's: it describes the change, not where its event is kept.
+   */
+  readonly tenant?: string | null;
 }
 
 /** The JSON form of a value nested in an attribute (an `undefined` property stays absent). */
