@@ -8,7 +8,9 @@ import type { FiredEvent, PlannedEvent } from './types.js';
 
 /**
  * Step 3 of `fire()`: write the events and their delivery rows in one store call, and
- * return what each call fired, in the order given.
+ * return what each call fired, in the order given. An event's own columns
+ * (`defineOutbox({ eventColumns })`) are written in its row by that same insert
+ * (`row.columnValues`), never by a second statement.
  *
  * For an idempotency key already stored (or given twice), the store writes nothing and the
  * stored event is read back in the same transaction and decoded by THE decoder, so a
