@@ -164,7 +164,6 @@ function prepareEvent(
     payload: parsed.data,
     headers,
     suppression,
-    ...(columns ? { columns } : {}),
     ...(config.eventColumns.length > 0
       ? { columnView: columnView(config.eventColumns, columns) }
       : {}),
