@@ -463,7 +463,12 @@ export function createOutbox<C extends OutboxConfig>(
   }
   const notify = wakeup?.capabilities?.notifyInWrite?.channel;
   const tables = tableNames(options.tablePrefix ?? 'outbox_', options.schema);
-  const storeOptions = { notifyChannel: notify, preparedStatements: options.preparedStatements };
+  // The declared event columns go into the insert's statements (built once per store).
+  const storeOptions = {
+    notifyChannel: notify,
+    preparedStatements: options.preparedStatements,
+    eventColumns: config.eventColumns,
+  };
   const store: OutboxStore = entry.createStore(sequelize, tables, storeOptions);
   if (notify && !store.capabilities.notifiesInWrite) {
     throw new ConfigurationError(

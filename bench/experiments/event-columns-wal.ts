@@ -1,7 +1,8 @@
 /**
- * What an event's own columns cost in WAL (issue 31): `fire(…, { columns })` sets them by one
- * UPDATE after the insert (docs/event-columns.md), so an event that carries columns writes
- * its row twice. Fires N events in their own transactions into a scratch schema, three ways
+ * What an event's own columns cost in WAL (issue 31): `fire(…, { columns })` writes them in
+ * the event's INSERT (docs/event-columns.md). Measured at 2,000 events, twice alike: none
+ * declared 733 B per event, declared but not given 798, given 816 (it was 1,210 while the
+ * values were set by an UPDATE after the insert, which wrote the row twice). Fires N events in their own transactions into a scratch schema, three ways
  * — no columns declared, columns declared but not given, columns given (one indexed bigint,
  * one text) — and prints the WAL bytes per event (`pg_current_wal_lsn()` before and after,
  * on a machine where nothing else writes to the cluster: run it alone).
@@ -54,7 +55,7 @@ async function walPerEvent(columns: 'none' | 'declared' | 'given'): Promise<numb
   const [{ bytes }] = (await sequelize.query(
     `SELECT pg_wal_lsn_diff('${after}', '${before}')::bigint AS bytes`,
     { type: 'SELECT' },
-  )) as [{ bytes: string }];
+  )) as unknown as [{ bytes: string }];
   await outbox.close();
   await sequelize.query(`DROP SCHEMA "${schema}" CASCADE`);
   await sequelize.close();

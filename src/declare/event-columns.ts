@@ -79,6 +79,9 @@ export const RESERVED_EVENT_COLUMNS: readonly string[] = [
   'sequence',
   'topic',
   'columns',
+  // The row number of the insert's JSON rows (PostgreSQL's large batches, MariaDB), beside
+  // which the declared columns are read: no column may take its name.
+  'ordinal',
 ];
 
 /**

@@ -1,11 +1,13 @@
 /**
- * The event columns on the way into the store and out of it, for fire, capture, the claim
- * and the reads of stored events. Each is skipped outright by an outbox that declares no
- * column, so their statements and costs are only an event-column outbox's.
+ * The event columns on the way out of the store, for the claim and the reads of stored
+ * events, and the "run migrate" message of a statement that failed on them (fire's insert,
+ * which writes the columns in the event's own row, asks it too). Each is skipped outright
+ * by an outbox that declares no column, so their statements and costs are only an
+ * event-column outbox's.
  */
 import { ConfigurationError } from '../errors/outbox-error.js';
 import type { Runtime } from '../runtime.js';
-import type { EventColumnWrite, StoredEvent } from '../storage/store.js';
+import type { StoredEvent } from '../storage/store.js';
 import { eventColumnPlan } from './migrate.js';
 import { readColumns } from './values.js';
 
@@ -27,25 +29,6 @@ export async function columnsError(rt: Runtime, where: string, error: unknown): 
     `${where}: ${rt.tables.events} has no column ${missing.join(', ')}, which defineOutbox({ eventColumns }) declares. Run \`npx outbox migrate\` (or \`await outbox.migrate()\`) first (${rt.dialect.title}: ${(error as Error).message})`,
     { path: 'migrate', cause: error },
   );
-}
-
-/**
- * Set the columns of the events just written, in their transaction: one UPDATE per event
- * that names any, through its primary key.
- * @throws {ConfigurationError} when a declared column is missing (run migrate).
- */
-export async function writeColumns(
-  rt: Runtime,
-  items: readonly EventColumnWrite[],
-  transaction: Parameters<Runtime['store']['writeEventColumns']>[1],
-  where: string,
-): Promise<void> {
-  if (items.length === 0) return;
-  try {
-    await rt.store.writeEventColumns(items, transaction);
-  } catch (error) {
-    throw await columnsError(rt, where, error);
-  }
 }
 
 /**

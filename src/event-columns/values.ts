@@ -101,6 +101,20 @@ export function checkColumns(
   return columns.length === 0 ? undefined : { columns, values };
 }
 
+/**
+ * The checked values by column name, as an event's row carries them into its INSERT
+ * (`EventRowInput.columnValues`; a declared column not named is written NULL).
+ */
+export function columnValuesOf(
+  checked: CheckedColumns,
+): Readonly<Record<string, string | number | boolean | Date | null>> {
+  const out: Record<string, string | number | boolean | Date | null> = {};
+  checked.columns.forEach((c, i) => {
+    out[c.name] = checked.values[i] ?? null;
+  });
+  return out;
+}
+
 function describe(value: unknown): string {
   if (value instanceof Date) return 'an invalid Date';
   if (typeof value === 'bigint') return `${value}n`;

@@ -10,7 +10,7 @@ import { closestName, formatConfigPath } from '../declare/config-path.js';
 import type { OutboxConfig } from '../declare/define-outbox.js';
 import type { JsonValue } from '../declare/types.js';
 import { ValidationError } from '../errors/outbox-error.js';
-import { checkColumns, columnView } from '../event-columns/values.js';
+import { checkColumns, columnValuesOf, columnView } from '../event-columns/values.js';
 import type { ScopeFrame } from '../scope/frame.js';
 import { currentFrame } from '../scope/frame.js';
 import { checkSuppressedNames, suppressionOf } from '../scope/suppressed.js';
@@ -164,7 +164,6 @@ function prepareEvent(
     payload: parsed.data,
     headers,
     suppression,
-    ...(columns ? { columns } : {}),
     ...(config.eventColumns.length > 0
       ? { columnView: columnView(config.eventColumns, columns) }
       : {}),
@@ -185,6 +184,8 @@ function prepareEvent(
       causedBy: scope?.causedBy ?? null,
       suppressedReason: suppression?.reason ?? null,
       tenant,
+      // Written in the event's INSERT (the store was made with the declared columns).
+      ...(columns ? { columnValues: columnValuesOf(columns) } : {}),
     },
   };
 }

@@ -2,7 +2,6 @@ import type { Transaction } from 'sequelize';
 import type { EventRoute } from '../declare/define-outbox.js';
 import type { EventColumnValue } from '../declare/event-columns.js';
 import type { JsonValue, OutboxEvent } from '../declare/types.js';
-import type { CheckedColumns } from '../event-columns/values.js';
 import type { SuppressionVerdict } from '../scope/suppressed.js';
 import type { DeliveryRowInput, EventRowInput } from '../storage/store.js';
 
@@ -119,8 +118,6 @@ export interface PreparedEvent {
    * `route` owes nothing (no receivers), and with `record: false` it is not written.
    */
   readonly suppression: SuppressionVerdict | null;
-  /** The event columns the message sets, checked; absent for none. */
-  readonly columns?: CheckedColumns;
   /** Every declared column's value as receivers see it (null where unset); absent for none declared. */
   readonly columnView?: Readonly<Record<string, EventColumnValue>>;
 }

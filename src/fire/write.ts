@@ -1,19 +1,16 @@
 import type { Transaction } from 'sequelize';
 import { decodeEvent } from '../codec/decode-event.js';
-import { withColumns, writeColumns } from '../event-columns/store-io.js';
+import { columnsError, withColumns } from '../event-columns/store-io.js';
 import type { Runtime } from '../runtime.js';
-import type {
-  EventColumnWrite,
-  InsertOptions,
-  StoredEvent,
-  WrittenEvent,
-} from '../storage/store.js';
+import type { InsertOptions, StoredEvent, WrittenEvent } from '../storage/store.js';
 import { firingEventOf } from './event-view.js';
 import type { FiredEvent, PlannedEvent } from './types.js';
 
 /**
  * Step 3 of `fire()`: write the events and their delivery rows in one store call, and
- * return what each call fired, in the order given.
+ * return what each call fired, in the order given. An event's own columns
+ * (`defineOutbox({ eventColumns })`) are written in its row by that same insert
+ * (`row.columnValues`), never by a second statement.
  *
  * For an idempotency key already stored (or given twice), the store writes nothing and the
  * stored event is read back in the same transaction and decoded by THE decoder, so a
@@ -55,23 +52,23 @@ export async function insertPlanned(
   options?: InsertOptions,
 ): Promise<Inserted> {
   const kept = planned.filter((p) => p.suppression?.record !== false);
-  const written =
-    kept.length === 0
-      ? []
-      : await rt.store.insertEvents(
-          kept.map((p) => ({ ...p.row, deliveries: p.suppression ? [] : p.deliveries })),
-          transaction,
-          options,
-        );
-  if (rt.config.eventColumns.length > 0) {
-    // The event's own columns, set on the rows this call wrote (a repeat keeps its own).
-    const items: EventColumnWrite[] = [];
-    kept.forEach((p, i) => {
-      const w = written[i];
-      if (p.columns && w?.inserted)
-        items.push({ sequence: w.sequence, columns: p.columns.columns, values: p.columns.values });
-    });
-    await writeColumns(rt, items, transaction, 'fire()');
+  let written: readonly WrittenEvent[] = [];
+  if (kept.length > 0) {
+    try {
+      // Each event's own columns (`row.columnValues`) go into its INSERT; a repeated
+      // idempotency key writes nothing and keeps the stored event's.
+      written = await rt.store.insertEvents(
+        kept.map((p) => ({ ...p.row, deliveries: p.suppression ? [] : p.deliveries })),
+        transaction,
+        options,
+      );
+    } catch (error) {
+      // Asked only once the insert failed: a declared column missing from the table says
+      // "run migrate"; a missing table is fire()'s own message (outboxWriteError).
+      throw rt.config.eventColumns.length > 0 && !rt.dialect.missingTable(error)
+        ? await columnsError(rt, 'fire()', error)
+        : error;
+    }
   }
   const duplicates = written.filter((w) => !w.inserted).map((w) => w.sequence);
   const stored =

@@ -9,6 +9,7 @@
  * name is for messages (and for the CLI's `--dialect`).
  */
 import type { Sequelize, Transaction } from 'sequelize';
+import type { ResolvedEventColumn } from '../declare/event-columns.js';
 import type { SqlDialect, SqlRunner } from './sql/dialect.js';
 import type { MigrationProfile } from './sql/migrate.js';
 import type { DialectCapabilities, OutboxStore } from './store.js';
@@ -93,6 +94,13 @@ export interface StoreOptions {
   readonly notifyChannel?: string | undefined;
   /** Whether hot statements may be named prepared statements. @defaultValue true */
   readonly preparedStatements?: boolean | undefined;
+  /**
+   * The outbox's declared event columns (`defineOutbox({ eventColumns })`): the store's
+   * insert writes them in the event's own row (each event's `columnValues`, NULL where it
+   * names none), so its statements are built with them, once. None: the insert as it is
+   * for an outbox without event columns, byte for byte.
+   */
+  readonly eventColumns?: readonly ResolvedEventColumn[] | undefined;
 }
 
 /** How a migrator (the outbox's or the inbox's) runs on a dialect. */

@@ -29,6 +29,13 @@ export interface EventRowInput {
    * none.
    */
   readonly tenant?: string | null;
+  /**
+   * The values of the event's own columns (`defineOutbox({ eventColumns })`) by column name,
+   * checked and bound as `SqlDialect.value` takes them (src/event-columns/values.ts); a
+   * declared column not named is written NULL. Written in the event's INSERT, by a store
+   * made with those columns declared (`StoreOptions.eventColumns`); absent: none.
+   */
+  readonly columnValues?: Readonly<Record<string, string | number | boolean | Date | null>>;
   /** The delivery rows this event owes, written only if the event row is new. */
   readonly deliveries: readonly DeliveryRowInput[];
 }
@@ -494,7 +501,9 @@ export interface OutboxStore extends EventLog, DeliveryQueue, Maintenance, Event
 /**
  * The application's own columns of the events table (`defineOutbox({ eventColumns })`,
  * sql/event-columns.ts). Asked only by an outbox that declares some: the claim, the insert
- * and the operations' statements of one that declares none are unchanged.
+ * and the operations' statements of one that declares none are unchanged. Their values are
+ * written by the insert itself (`EventRowInput.columnValues`, a store made with
+ * `StoreOptions.eventColumns`), not through this role.
  */
 export interface EventColumnStore {
   /** What the events table has: its columns (types lower-cased, as the database names them) and index names. */
@@ -512,8 +521,6 @@ export interface EventColumnStore {
     add: readonly ResolvedEventColumn[],
     index: readonly ResolvedEventColumn[],
   ): string[];
-  /** Set the columns of events just written, one UPDATE each, by primary key, in `transaction`. */
-  writeEventColumns(items: readonly EventColumnWrite[], transaction: Transaction): Promise<void>;
   /** The declared columns of events, by sequence: each value as the driver returned it. */
   readEventColumns(
     sequences: readonly string[],
@@ -531,14 +538,6 @@ export interface TableColumn {
   readonly name: string;
   /** The database's own type name (`bigint`, `timestamp with time zone`, `BIGINT` …), lower-cased. */
   readonly type: string;
-}
-
-/** One event's columns to set, after the insert that wrote it. */
-export interface EventColumnWrite {
-  readonly sequence: string;
-  readonly columns: readonly ResolvedEventColumn[];
-  /** The values, in `columns`' order, as {@link SqlDialect.value} binds them. */
-  readonly values: readonly (string | number | boolean | Date | null)[];
 }
 
 /** A delivery row as stored. */

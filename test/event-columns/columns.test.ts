@@ -142,6 +142,50 @@ describeEachDialect('event columns: extra_field_values', (dialect) => {
     ]);
   });
 
+  it('every insert form writes every column type in the event’s own row: one event, a batch, and a large batch (PostgreSQL’s JSON form)', async () => {
+    const seen: OutboxEvent[] = [];
+    const outbox = await openOutbox(db, columnConfig(seen));
+    const at = (i: number) => new Date(Date.UTC(2026, 0, 1, 0, 0, 0, i));
+    const ref = (i: number) => `0190a8a2-7c3e-7d4f-9a1b-${String(i).padStart(12, '0')}`;
+    const columnsOf = (i: number): Record<string, string | number | boolean | Date | null> =>
+      i % 3 === 2
+        ? { region: null }
+        : {
+            order_id: 1_000_000 + i,
+            region: `r-${i}`,
+            paid: i % 2 === 0,
+            shipped_at: at(i),
+            batch: 100 - i,
+            ref: ref(i),
+          };
+    const expected = (i: number) =>
+      i % 3 === 2
+        ? { order_id: null, region: null, paid: null, shipped_at: null, batch: null, ref: null }
+        : {
+            order_id: String(1_000_000 + i),
+            region: `r-${i}`,
+            paid: i % 2 === 0,
+            shipped_at: at(i),
+            batch: 100 - i,
+            ref: ref(i),
+          };
+    const message = (i: number) => ({
+      name: 'shop.Placed' as const,
+      payload: { n: i },
+      columns: columnsOf(i),
+    });
+    await outbox.fire('shop.Placed', { n: 0 }, { columns: columnsOf(0) }); // one event
+    await outbox.fireMany([1, 2, 3].map(message)); // a batch: arrays / one JSON array
+    // From 250 events PostgreSQL binds each column as a JSON array (JSON_INSERT_FROM).
+    await outbox.fireMany(Array.from({ length: 300 }, (_, k) => message(4 + k)));
+    await drainOutbox(outbox);
+    expect(seen).toHaveLength(304);
+    const byN = [...seen].sort(
+      (a, b) => (a.payload as { n: number }).n - (b.payload as { n: number }).n,
+    );
+    expect(byN.map((e) => e.columns)).toEqual(byN.map((_, i) => expected(i)));
+  });
+
   it('an undeclared column or a value of the wrong type is a ValidationError naming the column; nothing is written', async () => {
     const seen: OutboxEvent[] = [];
     const outbox = await openOutbox(db, columnConfig(seen));
@@ -250,12 +294,36 @@ describeEachDialect('event columns: extra_field_values', (dialect) => {
     expect((error as Error).message).toMatch(
       /has no column order_id, which defineOutbox\(\{ eventColumns \}\) declares\. Run `npx outbox migrate`/,
     );
+    // The insert names every declared column, so an event that gives none is refused alike.
+    const none = await unmigrated.fire('shop.Placed', { n: 3 }).catch((e: unknown) => e);
+    expect(none).toBeInstanceOf(ConfigurationError);
+    expect((none as Error).message).toMatch(
+      /^fire\(\): .* has no column order_id.*npx outbox migrate/,
+    );
     await expect(drainOutbox(unmigrated)).rejects.toThrow(
       /has no column order_id.*npx outbox migrate/,
     );
     await unmigrated.migrate();
     await drainOutbox(unmigrated);
     expect(seen.map((e) => e.columns)).toEqual([{ order_id: null }]);
+  });
+
+  it('fire on tables never migrated says the outbox tables are missing, with columns declared too', async () => {
+    const { createOutbox } = await import('../../src/index.js');
+    const bare = createOutbox(columnConfig([]), {
+      ...db.outboxOptions,
+      wakeup: null,
+      tablePrefix: freshPrefix(),
+      logger: { debug() {}, info() {}, warn() {}, error() {} },
+    });
+    const error = await bare
+      .fire('shop.Placed', { n: 1 }, { columns: { order_id: 1 } })
+      .catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(ConfigurationError);
+    expect((error as Error).message).toMatch(
+      /^fire\(\): the outbox tables are missing\. Run `npx outbox migrate`/,
+    );
+    await bare.close();
   });
 
   it('assertFired({ columns }) counts only the events holding the values', async () => {

@@ -22,6 +22,10 @@ describe('eventColumns: the declaration', () => {
     expect(() => declare({ payload: { type: 'text' } })).toThrow(
       /eventColumns\.payload is a column of the outbox's own .*name the event column otherwise, e\.g\. "payload_ref"/,
     );
+    // The row number the insert reads its JSON rows by, beside the declared columns.
+    expect(() => declare({ ordinal: { type: 'integer' } })).toThrow(
+      /eventColumns\.ordinal is a column/,
+    );
   });
 
   it('refuses a name that is no plain lower-case identifier', () => {

@@ -43,13 +43,18 @@ export const mariadbEntry: DialectEntry<'mariadb'> = Object.freeze<DialectEntry<
   sql: mariadbDialect,
   runner: mariadbRunner,
   configureConnections: () => {},
-  createStore: (sequelize, tables) =>
-    new MariadbStore(sequelize, tables, {
-      name: 'mariadb',
-      dialect: mariadbDialect,
-      capabilities: MARIADB_CAPABILITIES,
-      insertReturning: MARIADB_DATABASE.returning.insert,
-    }),
+  createStore: (sequelize, tables, options = {}) =>
+    new MariadbStore(
+      sequelize,
+      tables,
+      {
+        name: 'mariadb',
+        dialect: mariadbDialect,
+        capabilities: MARIADB_CAPABILITIES,
+        insertReturning: MARIADB_DATABASE.returning.insert,
+      },
+      options.eventColumns,
+    ),
   migration: Object.freeze({
     beforeMigrate: [],
     nowSql: MARIADB_NOW_SQL,
@@ -68,13 +73,18 @@ export const mysqlEntry: DialectEntry<'mysql'> = Object.freeze<DialectEntry<'mys
   sql: mysqlDialect,
   runner: mariadbRunner,
   configureConnections: () => {},
-  createStore: (sequelize, tables) =>
-    new MariadbStore(sequelize, tables, {
-      name: 'mysql',
-      dialect: mysqlDialect,
-      capabilities: MYSQL_CAPABILITIES,
-      insertReturning: MYSQL_DATABASE.returning.insert,
-    }),
+  createStore: (sequelize, tables, options = {}) =>
+    new MariadbStore(
+      sequelize,
+      tables,
+      {
+        name: 'mysql',
+        dialect: mysqlDialect,
+        capabilities: MYSQL_CAPABILITIES,
+        insertReturning: MYSQL_DATABASE.returning.insert,
+      },
+      options.eventColumns,
+    ),
   migration: Object.freeze({
     beforeMigrate: [],
     nowSql: MARIADB_NOW_SQL,

@@ -36,7 +36,7 @@ import {
 } from '../sql/conditions.js';
 import type { RowColumn, SqlDialect } from '../sql/dialect.js';
 import { REOPEN_COLUMNS, TERMINAL, WITHDRAWABLE } from '../sql/operations.js';
-import type { DeliveryRowInput } from '../store.js';
+import type { DeliveryRowInput, EventRowInput } from '../store.js';
 import type { TableNames } from '../tables.js';
 import { jsonList, jsonRows } from './dialect.js';
 
@@ -64,26 +64,36 @@ const ON_DUPLICATE = 'ON DUPLICATE KEY UPDATE id = id';
 const qualified = (set: string, row: string): string =>
   set.replace(/^(\s*)([a-z_]+) =/gm, `$1${row}.$2 =`);
 
-export function mariadbStatements(t: TableNames, d: SqlDialect, returning: boolean) {
+/**
+ * The MariaDB statements for these tables. `eventColumns`: the event columns the insert
+ * writes (`eventInsertColumns` of the outbox's declared ones; EVENT_INSERT_COLUMNS, the
+ * statements as they were, for an outbox that declares none).
+ */
+export function mariadbStatements(
+  t: TableNames,
+  d: SqlDialect,
+  returning: boolean,
+  eventColumns: readonly RowColumn<EventRowInput>[] = EVENT_INSERT_COLUMNS,
+) {
   const values = (first: number, n: number) =>
     Array.from({ length: n }, (_, i) => `$${first + i}`).join(', ');
   return {
     /**
-     * Insert events: $1 a JSON array of EVENT_INSERT_COLUMNS objects, written in array order
+     * Insert events: $1 a JSON array of `eventColumns` objects, written in array order
      * (so ids follow the input). With RETURNING, returns (id, uuid) of each event written
      * (a duplicate's row, unchanged, comes back with the stored uuid, which names no input).
      * Reads the unique indexes on uuid and idempotency_key.
      */
     insertEvents: `
-      INSERT INTO ${t.events} (${columnList(EVENT_INSERT_COLUMNS)})
-      SELECT ${EVENT_INSERT_COLUMNS.map((c) => `x.${c.name}`).join(', ')}
-      FROM ${jsonRows(1, 'x', EVENT_INSERT_COLUMNS)}
+      INSERT INTO ${t.events} (${columnList(eventColumns)})
+      SELECT ${eventColumns.map((c) => `x.${c.name}`).join(', ')}
+      FROM ${jsonRows(1, 'x', eventColumns)}
       ORDER BY x.ordinal
       ${ON_DUPLICATE}${returning ? '\n      RETURNING id, uuid' : ''}`,
-    /** One event, its columns as scalars $1..$15; RETURNING as above. */
+    /** One event, its `eventColumns` as scalars $1..$n; RETURNING as above. */
     insertOneEvent: `
-      INSERT INTO ${t.events} (${columnList(EVENT_INSERT_COLUMNS)})
-      VALUES (${values(1, EVENT_INSERT_COLUMNS.length)})
+      INSERT INTO ${t.events} (${columnList(eventColumns)})
+      VALUES (${values(1, eventColumns.length)})
       ${ON_DUPLICATE}${returning ? '\n      RETURNING id, uuid' : ''}`,
     /** The ids of the events of these uuids ($1, a list): the insert's answer without RETURNING. */
     idsOfUuids: `SELECT id, uuid FROM ${t.events} WHERE ${d.inList('uuid', 1, 'uuid')}`,

@@ -1,10 +1,11 @@
 import { QueryTypes, type Sequelize, Transaction } from 'sequelize';
+import type { ResolvedEventColumn } from '../../declare/event-columns.js';
 import type { Row } from '../rows.js';
 import { toStoredEvent } from '../rows.js';
 import { withBatchCompletion } from '../sql/batch-completion.js';
 import { ClaimStatements, claimShape } from '../sql/claim-filter.js';
-import { EVENT_INSERT_COLUMNS, OUTCOME_COLUMNS } from '../sql/columns.js';
-import type { SqlDialect } from '../sql/dialect.js';
+import { eventInsertColumns, OUTCOME_COLUMNS } from '../sql/columns.js';
+import type { RowColumn, SqlDialect } from '../sql/dialect.js';
 import { migrate } from '../sql/migrate.js';
 import { type EventSelector, eventsInKeyOrder, REOPEN_COLUMNS } from '../sql/operations.js';
 import type { PruneHost } from '../sql/prune.js';
@@ -53,17 +54,26 @@ export class MariadbStore extends SqlStore {
   readonly relayLock = undefined;
   protected readonly pruneDialect = MARIADB_PRUNE;
   readonly #sql: MariadbStatements;
+  /** The event columns its insert writes: the library's, then the outbox's declared ones. */
+  readonly #eventColumns: readonly RowColumn<EventRowInput>[];
   readonly #returning: boolean;
   readonly #lockSlots: string;
   /** The claim's first step per filter shape. */
   readonly #claims: ClaimStatements<string>;
 
-  constructor(sequelize: Sequelize, t: TableNames, flavour: MariadbFlavour) {
+  /** `eventColumns`: the outbox's declared event columns, written in the insert. */
+  constructor(
+    sequelize: Sequelize,
+    t: TableNames,
+    flavour: MariadbFlavour,
+    eventColumns: readonly ResolvedEventColumn[] = [],
+  ) {
     super(sequelize, t, flavour.dialect, mariadbRunner(sequelize));
     this.dialect = flavour.name;
     this.capabilities = flavour.capabilities;
     this.#returning = flavour.insertReturning;
-    this.#sql = mariadbStatements(t, this.d, this.#returning);
+    this.#eventColumns = eventInsertColumns(eventColumns);
+    this.#sql = mariadbStatements(t, this.d, this.#returning, this.#eventColumns);
     this.#lockSlots = lockSlotsSql(t);
     this.#claims = new ClaimStatements(this.#sql.claim, (shape) => mariadbClaim(t, this.d, shape));
   }
@@ -126,7 +136,7 @@ export class MariadbStore extends SqlStore {
 
   /** One event: its row as scalars; its id from RETURNING, else from the OK packet. */
   async #insertOne(e: EventRowInput, transaction: Transaction): Promise<Map<string, string>> {
-    const bind = EVENT_INSERT_COLUMNS.map((c) => this.d.value(c.value(e), c.type));
+    const bind = this.#eventColumns.map((c) => this.d.value(c.value(e), c.type));
     if (this.#returning) {
       const rows = await this.runner.select<Row>(this.#sql.insertOneEvent, bind, transaction);
       return writtenOf(rows);
@@ -147,7 +157,7 @@ export class MariadbStore extends SqlStore {
     events: readonly EventRowInput[],
     transaction: Transaction,
   ): Promise<Map<string, string>> {
-    const bind = this.d.bindRows(events, EVENT_INSERT_COLUMNS);
+    const bind = this.d.bindRows(events, this.#eventColumns);
     if (this.#returning)
       return writtenOf(await this.runner.select<Row>(this.#sql.insertEvents, bind, transaction));
     await this.runner.run(this.#sql.insertEvents, bind, transaction);

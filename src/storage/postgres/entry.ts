@@ -14,7 +14,13 @@ export const postgresEntry: DialectEntry<'postgres'> = Object.freeze<DialectEntr
   runner: postgresRunner,
   configureConnections: () => {},
   createStore: (sequelize, tables, options = {}) =>
-    new PostgresStore(sequelize, tables, options.notifyChannel, options.preparedStatements ?? true),
+    new PostgresStore(
+      sequelize,
+      tables,
+      options.notifyChannel,
+      options.preparedStatements ?? true,
+      options.eventColumns,
+    ),
   migration: Object.freeze({
     beforeMigrate: [],
     nowSql: POSTGRES_NOW_SQL,

@@ -52,16 +52,24 @@ export const KEYED_DELIVERY_COLUMNS: readonly RowColumn<KeyedDelivery>[] = [
   })),
 ];
 
-/** Parameters of the insert: the event columns, then the delivery columns keyed by uuid. */
-const EVENT_PARAMS = EVENT_INSERT_COLUMNS.length; // $1..$15
+/**
+ * Parameters of the insert: the event columns (`columns`: EVENT_INSERT_COLUMNS, $1..$16,
+ * then the outbox's declared event columns, see `eventInsertColumns`), then the delivery
+ * columns keyed by uuid, then the notify channel; each numbered after the event columns.
+ */
+function insertParams(columns: readonly RowColumn<EventRowInput>[]) {
+  const eventParams = columns.length;
+  const deliveryFirst = eventParams + 1; // KEYED_DELIVERY_COLUMNS
+  return {
+    deliveryFirst,
+    notifyChannel: deliveryFirst + KEYED_DELIVERY_COLUMNS.length,
+    /** The one-event insert's delivery columns (no uuid: the row joins its one event). */
+    oneDeliveryFirst: eventParams + 1,
+    /** The one-event insert's notify channel. */
+    oneNotifyChannel: eventParams + 1 + DELIVERY_INSERT_COLUMNS.length,
+  };
+}
 const ORDERING_KEY_PARAM = EVENT_INSERT_COLUMNS.findIndex((c) => c.name === 'ordering_key') + 1;
-const DELIVERY_FIRST = EVENT_PARAMS + 1; // $16..$21: KEYED_DELIVERY_COLUMNS
-/** $22: the notify channel. */
-export const NOTIFY_CHANNEL_PARAM = DELIVERY_FIRST + KEYED_DELIVERY_COLUMNS.length;
-/** The one-event insert's delivery columns, $16..$20 (no uuid: the row joins its one event). */
-const ONE_DELIVERY_FIRST = EVENT_PARAMS + 1;
-/** The one-event insert's notify channel, $21. */
-const ONE_NOTIFY_CHANNEL_PARAM = ONE_DELIVERY_FIRST + DELIVERY_INSERT_COLUMNS.length;
 /** The record's token parameters, after the outcome arrays: $8 worker, $9 claimed at. */
 const RECORD_WORKER = `$${OUTCOME_COLUMNS.length + 1}`;
 const RECORD_CLAIMED_AT = `$${OUTCOME_COLUMNS.length + 2}`;
@@ -166,14 +174,18 @@ const conflict = (keyed: boolean): string => (keyed ? `\n        ${ON_IDEMPOTENC
  * The insert of `postgresStatements().insertEvents` in one of its two forms: each column
  * bound as a PostgreSQL array (`unnest`) or as a JSON array (`json_array_elements_text`),
  * the same parameters in the same places. Nothing else differs. `keyed`: whether any of its
- * events may carry an idempotency key (see {@link ON_IDEMPOTENCY_CONFLICT}).
+ * events may carry an idempotency key (see {@link ON_IDEMPOTENCY_CONFLICT}). `columns`: the
+ * event columns written (`eventInsertColumns`: the outbox's declared ones after the
+ * library's), the later parameters numbered after them.
  */
 export function postgresInsert(
   t: TableNames,
   notifyChannel: string | undefined,
   form: 'arrays' | 'json',
   keyed = true,
+  columns: readonly RowColumn<EventRowInput>[] = EVENT_INSERT_COLUMNS,
 ): string {
+  const { deliveryFirst, notifyChannel: channelParam } = insertParams(columns);
   const rows = form === 'json' ? jsonColumnsParam : d.rowsParam;
   const keys =
     form === 'json'
@@ -183,14 +195,14 @@ export function postgresInsert(
       WITH l AS (
         ${keySlotLocks(t, keys)}
       ), e AS (
-        INSERT INTO ${t.events} (${columnList(EVENT_INSERT_COLUMNS)})
-        SELECT ${form === 'json' ? columnList(EVENT_INSERT_COLUMNS) : '*'} FROM ${rows(1, 'x', EVENT_INSERT_COLUMNS)}
+        INSERT INTO ${t.events} (${columnList(columns)})
+        SELECT ${form === 'json' ? columnList(columns) : '*'} FROM ${rows(1, 'x', columns)}
         WHERE (SELECT count(*) FROM l) >= 0 -- take the key locks before any sequence is drawn${conflict(keyed)}
         RETURNING id, uuid, name, ordering_key
       ), d AS (
         INSERT INTO ${t.deliveries} (event_id, ${columnList(DELIVERY_INSERT_COLUMNS)}, ordering_key)
         SELECT e.id, ${DELIVERY_INSERT_COLUMNS.map((c) => `x.${c.name}`).join(', ')}, e.ordering_key
-        FROM ${rows(DELIVERY_FIRST, 'x', KEYED_DELIVERY_COLUMNS)}
+        FROM ${rows(deliveryFirst, 'x', KEYED_DELIVERY_COLUMNS)}
         JOIN e ON e.uuid = x.event_uuid${
           // The join's output order is its plan's, and the JSON form's (its row counts
           // unknown to the planner) wrote an event's delivery rows in reverse: it sorts
@@ -200,7 +212,7 @@ export function postgresInsert(
         }
       )${
         notifyChannel
-          ? `, n AS (SELECT pg_notify($${NOTIFY_CHANNEL_PARAM}, t.name) FROM (SELECT DISTINCT name FROM e) t WHERE $${NOTIFY_CHANNEL_PARAM}::text IS NOT NULL)
+          ? `, n AS (SELECT pg_notify($${channelParam}, t.name) FROM (SELECT DISTINCT name FROM e) t WHERE $${channelParam}::text IS NOT NULL)
       SELECT e.id::text AS sequence, e.uuid::text AS uuid, (SELECT count(*) FROM n) AS notified FROM e`
           : `
       SELECT e.id::text AS sequence, e.uuid::text AS uuid FROM e`
@@ -220,24 +232,26 @@ export function postgresInsertOne(
   t: TableNames,
   notifyChannel: string | undefined,
   keyed = true,
+  columns: readonly RowColumn<EventRowInput>[] = EVENT_INSERT_COLUMNS,
 ): string {
+  const { oneDeliveryFirst, oneNotifyChannel } = insertParams(columns);
   const scalar = (i: number, type: SqlType) => `$${i}::${pgType(type)}`;
   const key = scalar(ORDERING_KEY_PARAM, 'text');
   return `
       WITH l AS (
         ${keySlotLock(t, key)}
       ), e AS (
-        INSERT INTO ${t.events} (${columnList(EVENT_INSERT_COLUMNS)})
-        SELECT ${EVENT_INSERT_COLUMNS.map((c, i) => scalar(1 + i, c.type)).join(', ')}
+        INSERT INTO ${t.events} (${columnList(columns)})
+        SELECT ${columns.map((c, i) => scalar(1 + i, c.type)).join(', ')}
         WHERE (SELECT count(*) FROM l) >= 0 -- take the key lock before the sequence is drawn${conflict(keyed)}
         RETURNING id, uuid, name, ordering_key
       ), d AS (
         INSERT INTO ${t.deliveries} (event_id, ${columnList(DELIVERY_INSERT_COLUMNS)}, ordering_key)
-        SELECT e.id, ${DELIVERY_INSERT_COLUMNS.map((c, i) => scalar(ONE_DELIVERY_FIRST + i, c.type)).join(', ')}, e.ordering_key
+        SELECT e.id, ${DELIVERY_INSERT_COLUMNS.map((c, i) => scalar(oneDeliveryFirst + i, c.type)).join(', ')}, e.ordering_key
         FROM e
       )${
         notifyChannel
-          ? `, n AS (SELECT pg_notify($${ONE_NOTIFY_CHANNEL_PARAM}, e.name) FROM e WHERE $${ONE_NOTIFY_CHANNEL_PARAM}::text IS NOT NULL)
+          ? `, n AS (SELECT pg_notify($${oneNotifyChannel}, e.name) FROM e WHERE $${oneNotifyChannel}::text IS NOT NULL)
       SELECT e.id::text AS sequence, e.uuid::text AS uuid, (SELECT count(*) FROM n) AS notified FROM e`
           : `
       SELECT e.id::text AS sequence, e.uuid::text AS uuid FROM e`
@@ -245,20 +259,30 @@ export function postgresInsertOne(
 }
 
 /**
- * The parameters of {@link postgresInsertOne} before its channel: the event's columns,
- * then its delivery row's, in the statement's order.
+ * The parameters of {@link postgresInsertOne} before its channel: the event's columns
+ * (`columns`, as the statement was built with), then its delivery row's, in the
+ * statement's order.
  */
-export function insertOneValues(event: EventRowInput, delivery: DeliveryRowInput): unknown[] {
+export function insertOneValues(
+  event: EventRowInput,
+  delivery: DeliveryRowInput,
+  columns: readonly RowColumn<EventRowInput>[] = EVENT_INSERT_COLUMNS,
+): unknown[] {
   return [
-    ...EVENT_INSERT_COLUMNS.map((c) => c.value(event)),
+    ...columns.map((c) => c.value(event)),
     ...DELIVERY_INSERT_COLUMNS.map((c) => c.value(delivery)),
   ];
 }
 
-/** The PostgreSQL statements for these tables. */
+/**
+ * The PostgreSQL statements for these tables. `eventColumns`: the event columns the insert
+ * writes (`eventInsertColumns` of the outbox's declared ones; EVENT_INSERT_COLUMNS for an
+ * outbox that declares none, whose statements it leaves as they were).
+ */
 export function postgresStatements(
   t: TableNames,
   notifyChannel: string | undefined,
+  eventColumns: readonly RowColumn<EventRowInput>[] = EVENT_INSERT_COLUMNS,
 ): PostgresStatements {
   return {
     /**
@@ -286,27 +310,29 @@ export function postgresStatements(
      * write folded into an earlier NOTIFY by `notifyCoalesceMs`): one statement text
      * either way, so the prepared statement serves both.
      *
-     * Params: $1..$15 the event columns as arrays (EVENT_INSERT_COLUMNS); $16..$21 the
-     * delivery columns as arrays, keyed by event uuid ($16); $22 the channel.
+     * Params: $1..$n the event columns as arrays (`eventColumns`: EVENT_INSERT_COLUMNS,
+     * $1..$16, then the outbox's declared event columns); the next six the delivery columns
+     * as arrays, keyed by event uuid (the first of them); the last the channel.
      * Returns (sequence, uuid) of each event written.
      */
-    insertEvents: postgresInsert(t, notifyChannel, 'arrays'),
+    insertEvents: postgresInsert(t, notifyChannel, 'arrays', true, eventColumns),
     /**
      * The same statement for a large batch (from {@link JSON_INSERT_FROM} events), each
      * of the same parameters a JSON array instead (see {@link jsonColumnsParam}): the same
      * rows, sequences drawn in the same order, the same NOTIFY.
      */
-    insertEventsJson: postgresInsert(t, notifyChannel, 'json'),
+    insertEventsJson: postgresInsert(t, notifyChannel, 'json', true, eventColumns),
     /**
      * The same statement for one event with one delivery row, `fire()`'s common case
-     * (see {@link postgresInsertOne}). Params: $1..$15 the event columns, $16..$20 the
-     * delivery columns (DELIVERY_INSERT_COLUMNS), $21 the channel, each a scalar.
+     * (see {@link postgresInsertOne}). Params: $1..$n the event columns (as above), the
+     * next five the delivery columns (DELIVERY_INSERT_COLUMNS), the last the channel, each
+     * a scalar.
      */
-    insertOne: postgresInsertOne(t, notifyChannel),
+    insertOne: postgresInsertOne(t, notifyChannel, true, eventColumns),
     /** The three forms for events without an idempotency key: no ON CONFLICT, else alike. */
-    insertEventsKeyless: postgresInsert(t, notifyChannel, 'arrays', false),
-    insertEventsJsonKeyless: postgresInsert(t, notifyChannel, 'json', false),
-    insertOneKeyless: postgresInsertOne(t, notifyChannel, false),
+    insertEventsKeyless: postgresInsert(t, notifyChannel, 'arrays', false, eventColumns),
+    insertEventsJsonKeyless: postgresInsert(t, notifyChannel, 'json', false, eventColumns),
+    insertOneKeyless: postgresInsertOne(t, notifyChannel, false, eventColumns),
     /**
      * Claim up to $6 owed deliveries for worker $1 at claim time $2, leased until $3, read
      * against the clock $4 ($5 ignore backoff, $7 ids to leave out, $8 the only ids to

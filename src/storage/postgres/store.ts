@@ -1,9 +1,11 @@
 import { createHash } from 'node:crypto';
 import type { Sequelize, Transaction } from 'sequelize';
+import type { ResolvedEventColumn } from '../../declare/event-columns.js';
 import { connectionOf } from '../../sequelize/internals.js';
 import { type Row, toStoredEvent } from '../rows.js';
 import { ClaimStatements, claimShape } from '../sql/claim-filter.js';
-import { EVENT_INSERT_COLUMNS, OUTCOME_COLUMNS } from '../sql/columns.js';
+import { eventInsertColumns, OUTCOME_COLUMNS } from '../sql/columns.js';
+import type { RowColumn } from '../sql/dialect.js';
 import { migrate } from '../sql/migrate.js';
 import type { EventSelector } from '../sql/operations.js';
 import { SqlStore } from '../sql/sql-store.js';
@@ -63,6 +65,8 @@ export class PostgresStore extends SqlStore {
   readonly relayLock = undefined;
   protected readonly pruneDialect = POSTGRES_PRUNE;
   readonly #sql: PostgresStatements;
+  /** The event columns its insert writes: the library's, then the outbox's declared ones. */
+  readonly #eventColumns: readonly RowColumn<EventRowInput>[];
   /** The name fire()'s statement is prepared under: a hash of its text, so it never clashes. */
   readonly #insertName: string;
   /** The name its JSON form, for large batches, is prepared under. */
@@ -98,9 +102,12 @@ export class PostgresStore extends SqlStore {
     private readonly notifyChannel: string | undefined,
     /** Whether the hot statements may be named prepared statements (see createOutbox). */
     private readonly preparedStatements = true,
+    /** The outbox's declared event columns, written in the insert (`StoreOptions.eventColumns`). */
+    eventColumns: readonly ResolvedEventColumn[] = [],
   ) {
     super(sequelize, t, postgresDialect, postgresRunner(sequelize));
-    this.#sql = postgresStatements(t, notifyChannel);
+    this.#eventColumns = eventInsertColumns(eventColumns);
+    this.#sql = postgresStatements(t, notifyChannel, this.#eventColumns);
     this.#insertName = preparedName('insert', this.#sql.insertEvents);
     this.#insertJsonName = preparedName('insert_json', this.#sql.insertEventsJson);
     this.#insertOneName = preparedName('insert_one', this.#sql.insertOne);
@@ -229,7 +236,7 @@ export class PostgresStore extends SqlStore {
     transaction: Transaction,
     channel: string | null | undefined,
   ): Promise<{ sequence: string; uuid: string }[]> {
-    const bind = insertOneValues(event, delivery);
+    const bind = insertOneValues(event, delivery, this.#eventColumns);
     if (this.notifyChannel) bind.push(channel);
     const keyed = event.idempotencyKey !== null;
     const { rows } = await this.#prepared<{ sequence: string; uuid: string }>(
@@ -251,13 +258,13 @@ export class PostgresStore extends SqlStore {
       e.deliveries.map((delivery) => ({ eventUuid: e.uuid, delivery })),
     );
     const jsonEvents =
-      events.length >= JSON_INSERT_FROM ? bindJsonColumns(events, EVENT_INSERT_COLUMNS) : undefined;
+      events.length >= JSON_INSERT_FROM ? bindJsonColumns(events, this.#eventColumns) : undefined;
     const jsonDeliveries = jsonEvents && bindJsonColumns(deliveries, KEYED_DELIVERY_COLUMNS);
     const json = jsonDeliveries !== undefined;
     const bind: unknown[] = json
       ? [...(jsonEvents ?? []), ...jsonDeliveries]
       : [
-          ...this.d.bindRows(events, EVENT_INSERT_COLUMNS),
+          ...this.d.bindRows(events, this.#eventColumns),
           ...this.d.bindRows(deliveries, KEYED_DELIVERY_COLUMNS),
         ];
     if (this.notifyChannel) bind.push(channel);

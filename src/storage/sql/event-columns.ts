@@ -1,13 +1,14 @@
 /**
  * The statements of the event's own columns (`defineOutbox({ eventColumns })`), written
  * once for every dialect: reading which columns and indexes the events table has, adding the
- * declared ones that are missing, writing an event's values, reading them back for the
- * events a claim took, and finding the events that hold given values (an operation's
+ * declared ones that are missing, reading an event's values back for the events a claim
+ * took, and finding the events that hold given values (an operation's
  * `columns` filter). What differs per database (the type spellings, how a table is
  * introspected) is the dialect's {@link EventColumnSpelling}.
  *
- * None of these runs for an outbox that declares no column: the claim, the insert and every
- * operation's statement stay exactly what they are.
+ * An event's values are written in its INSERT, among the insert's columns
+ * (sql/columns.ts `eventInsertColumns`). None of these runs for an outbox that declares no
+ * column: the claim, the insert and every operation's statement stay exactly what they are.
  */
 import type { EventColumnType, ResolvedEventColumn } from '../../declare/event-columns.js';
 import { quoteIdent, type TableNames } from '../tables.js';
@@ -46,19 +47,6 @@ export function createEventColumnIndexSql(
   c: ResolvedEventColumn,
 ): string {
   return `CREATE INDEX ${quoteIdent(eventColumnIndexName(t, c.name))} ON ${t.events} (${s.indexColumn(c.name, c.type)})`;
-}
-
-/**
- * Set one event's columns. Params: $1..$n the values (in `columns`' order), $n+1 the
- * event's sequence. Changes one row, through the primary key.
- */
-export function writeEventColumnsSql(
-  t: TableNames,
-  d: SqlDialect,
-  columns: readonly ResolvedEventColumn[],
-): string {
-  const set = columns.map((c, i) => `${c.name} = ${d.param(i + 1, SQL_TYPE_OF[c.type])}`);
-  return `UPDATE ${t.events} SET ${set.join(', ')} WHERE id = ${d.param(columns.length + 1, 'bigint')}`;
 }
 
 /**

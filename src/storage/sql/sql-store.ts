@@ -28,7 +28,6 @@ import type {
   DeliveryRow,
   DialectCapabilities,
   DueEvent,
-  EventColumnWrite,
   EventLockSelection,
   EventRowInput,
   InsertOptions,
@@ -53,7 +52,6 @@ import {
   eventsWithColumnsSql,
   readEventColumnsSql,
   SQL_TYPE_OF,
-  writeEventColumnsSql,
 } from './event-columns.js';
 import { healthSql, lastSucceededSql, RECEIVER_KEY_COLUMNS } from './health.js';
 import {
@@ -175,22 +173,6 @@ export abstract class SqlStore implements OutboxStore {
     await this.sequelize.transaction(async (transaction) => {
       for (const statement of statements) await this.runner.run(statement, [], transaction);
     });
-  }
-
-  async writeEventColumns(
-    items: readonly EventColumnWrite[],
-    transaction: Transaction,
-  ): Promise<void> {
-    for (const item of items) {
-      await this.runner.run(
-        writeEventColumnsSql(this.t, this.d, item.columns),
-        [
-          ...item.columns.map((c, i) => this.d.value(item.values[i], SQL_TYPE_OF[c.type])),
-          this.d.value(item.sequence, 'bigint'),
-        ],
-        transaction,
-      );
-    }
   }
 
   async readEventColumns(

@@ -19,7 +19,8 @@ export const sqliteEntry: DialectEntry<'sqlite'> = Object.freeze<DialectEntry<'s
   sql: sqliteDialect,
   runner: sqliteRunner,
   configureConnections,
-  createStore: (sequelize, tables) => new SqliteStore(sequelize, tables),
+  createStore: (sequelize, tables, options = {}) =>
+    new SqliteStore(sequelize, tables, options.eventColumns),
   migration: Object.freeze({
     beforeMigrate: SQLITE_BEFORE_MIGRATE,
     nowSql: SQLITE_NOW_SQL,

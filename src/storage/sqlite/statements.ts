@@ -16,7 +16,7 @@ import {
 } from '../sql/columns.js';
 import { CLAIMED_COLUMNS, claimCandidates, heldBy, recordSet } from '../sql/conditions.js';
 import type { RowColumn } from '../sql/dialect.js';
-import type { DeliveryRowInput } from '../store.js';
+import type { DeliveryRowInput, EventRowInput } from '../store.js';
 import type { TableNames } from '../tables.js';
 import { sqliteDialect as d, jsonColumns } from './dialect.js';
 
@@ -44,20 +44,33 @@ const ON_IDEMPOTENCY_CONFLICT =
 /**
  * The insert of events (see `insertEvents` below); `keyed`: whether any of them may carry
  * an idempotency key, else without the conflict clause, which keyless events never meet.
+ * `columns`: the event columns written (`eventInsertColumns`).
  */
-function insertEventsSql(t: TableNames, keyed: boolean): string {
+function insertEventsSql(
+  t: TableNames,
+  keyed: boolean,
+  columns: readonly RowColumn<EventRowInput>[],
+): string {
   return `
-      INSERT INTO ${t.events} (${columnList(EVENT_INSERT_COLUMNS)})
-      SELECT ${jsonColumns(EVENT_INSERT_COLUMNS, 'j')} FROM json_each($1) AS j WHERE true ORDER BY j.key${
+      INSERT INTO ${t.events} (${columnList(columns)})
+      SELECT ${jsonColumns(columns, 'j')} FROM json_each($1) AS j WHERE true ORDER BY j.key${
         keyed ? `\n      ${ON_IDEMPOTENCY_CONFLICT}` : ''
       }
       RETURNING id, uuid`;
 }
 
-export function sqliteStatements(t: TableNames) {
+/**
+ * The SQLite statements for these tables. `eventColumns`: the event columns the insert
+ * writes (`eventInsertColumns` of the outbox's declared ones; EVENT_INSERT_COLUMNS, the
+ * statements as they were, for an outbox that declares none).
+ */
+export function sqliteStatements(
+  t: TableNames,
+  eventColumns: readonly RowColumn<EventRowInput>[] = EVENT_INSERT_COLUMNS,
+) {
   return {
     /**
-     * Insert events: $1 a JSON array of EVENT_INSERT_COLUMNS objects, written in array
+     * Insert events: $1 a JSON array of `eventColumns` objects, written in array
      * order (so sequences follow the input). One parameter for any number of events:
      * node-sqlite3 binds numbered parameters by name, which grows with the square of their
      * count (2,500 events as VALUES took 4.2 s, as one JSON array 0.09 s). An event whose
@@ -65,9 +78,9 @@ export function sqliteStatements(t: TableNames) {
      * required separator between INSERT … SELECT and its upsert clause). Returns (id, uuid)
      * of each event written. Reads the unique index events_idempotency.
      */
-    insertEvents: insertEventsSql(t, true),
+    insertEvents: insertEventsSql(t, true, eventColumns),
     /** The same for events none of which has an idempotency key. */
-    insertEventsKeyless: insertEventsSql(t, false),
+    insertEventsKeyless: insertEventsSql(t, false, eventColumns),
     /**
      * Insert the delivery rows of the events written: $1 a JSON array of
      * SEQUENCED_DELIVERY_COLUMNS objects (event_id, DELIVERY_INSERT_COLUMNS, ordering_key),

@@ -1,8 +1,10 @@
 import type { Sequelize, Transaction } from 'sequelize';
+import type { ResolvedEventColumn } from '../../declare/event-columns.js';
 import { toStoredEvent } from '../rows.js';
 import { withBatchCompletion } from '../sql/batch-completion.js';
 import { ClaimStatements, claimShape } from '../sql/claim-filter.js';
-import { EVENT_INSERT_COLUMNS, OUTCOME_COLUMNS } from '../sql/columns.js';
+import { eventInsertColumns, OUTCOME_COLUMNS } from '../sql/columns.js';
+import type { RowColumn } from '../sql/dialect.js';
 import { migrate } from '../sql/migrate.js';
 import { SqlStore } from '../sql/sql-store.js';
 import type {
@@ -42,13 +44,21 @@ export class SqliteStore extends SqlStore {
   readonly relayLock: SqliteRelayLock;
   protected readonly pruneDialect = SQLITE_PRUNE;
   readonly #sql: SqliteStatements;
+  /** The event columns its insert writes: the library's, then the outbox's declared ones. */
+  readonly #eventColumns: readonly RowColumn<EventRowInput>[];
   /** The claim's text per filter shape. */
   readonly #claims: ClaimStatements<string>;
 
-  constructor(sequelize: Sequelize, t: TableNames) {
+  /** `eventColumns`: the outbox's declared event columns, written in the insert. */
+  constructor(
+    sequelize: Sequelize,
+    t: TableNames,
+    eventColumns: readonly ResolvedEventColumn[] = [],
+  ) {
     super(sequelize, t, sqliteDialect, sqliteRunner(sequelize));
     configureConnections(sequelize);
-    this.#sql = sqliteStatements(t);
+    this.#eventColumns = eventInsertColumns(eventColumns);
+    this.#sql = sqliteStatements(t, this.#eventColumns);
     this.#claims = new ClaimStatements(this.#sql.claim, (shape) => sqliteClaim(t, shape));
     this.relayLock = new SqliteRelayLock(this.runner, t, this.d);
   }
@@ -85,7 +95,7 @@ export class SqliteStore extends SqlStore {
     const keyed = events.some((e) => e.idempotencyKey !== null);
     const rows = await this.runner.select<{ id: number; uuid: string }>(
       keyed ? this.#sql.insertEvents : this.#sql.insertEventsKeyless,
-      d.bindRows(events, EVENT_INSERT_COLUMNS),
+      d.bindRows(events, this.#eventColumns),
       transaction,
     );
     const written = new Map(rows.map((r) => [r.uuid, String(r.id)]));
