@@ -7,6 +7,7 @@
 import { existsSync, mkdirSync, readdirSync, writeFileSync } from 'node:fs';
 import { join, relative, resolve } from 'node:path';
 import { type Command, Option } from 'commander';
+import type { ResolvedEventColumn } from '../../src/declare/event-columns.js';
 import { ConfigurationError } from '../../src/errors/outbox-error.js';
 import { eventColumnPlan } from '../../src/event-columns/migrate.js';
 import { describePending, isPending, refuseMismatched } from '../../src/event-columns/plan.js';
@@ -27,6 +28,11 @@ import {
   type MigrationDialect,
   migrationStatements,
 } from '../../src/storage/migration-statements.js';
+import type { EventColumnSpelling } from '../../src/storage/sql/dialect.js';
+import {
+  addEventColumnSql,
+  createEventColumnIndexSql,
+} from '../../src/storage/sql/event-columns.js';
 import { type TableNames, tableNames } from '../../src/storage/tables.js';
 import { closeDatabase, resolveDatabase } from '../connect.js';
 import { EXIT } from '../exit-codes.js';
@@ -353,6 +359,8 @@ async function script(flags: MigrateFlags, out: CliOutput, io: CliIo): Promise<n
         ...step.statements.map((s) => `${s};\n`),
       ]),
     ];
+    const columns = await eventColumnStatements(flags, io, out, dialect, tables);
+    if (columns) lines.push('', ...columns);
     if (flags.inbox) {
       lines.push(
         '',
@@ -386,6 +394,96 @@ async function script(flags: MigrateFlags, out: CliOutput, io: CliIo): Promise<n
     out.result(`wrote ${shown(file.name)} (${tool}, ${dialect}, tables ${label})`);
   }
   return EXIT.ok;
+}
+
+/**
+ * `--print-sql`: the statements that add the event columns the config declares
+ * (`eventColumns`, docs/event-columns.md), as comment-headed lines, or `undefined` when it
+ * declares none (or there is no config). With `--dialect` nothing is read: every declared
+ * column and index, as a fresh install needs. Without it, the database's events table is
+ * read and only what it lacks is printed (the plan `migrate` would carry out); a table that
+ * is not there yet lacks them all.
+ * @throws {ConfigurationError} for a declared column the table holds with another type.
+ */
+async function eventColumnStatements(
+  flags: MigrateFlags,
+  io: CliIo,
+  out: CliOutput,
+  dialect: MigrationDialect,
+  tables: TableNames,
+): Promise<string[] | undefined> {
+  const spelling = dialectNamed(dialect).sql.ddl.eventColumns;
+  // A config given with -c must load; the default one is optional (a bare --url prints
+  // the library's DDL alone, as before).
+  const loaded = flags.config
+    ? await loadOrFail(flags.config, io.cwd)
+    : await loadOrFail(undefined, io.cwd).catch(() => undefined);
+  await closeConfigSequelize(loaded, undefined);
+  const declared = loaded?.config.eventColumns ?? [];
+  if (declared.length === 0) return undefined;
+  const everything = (why: string) =>
+    eventColumnLines(
+      declared,
+      declared.filter((c) => c.index),
+      `every declared column (${why})`,
+      tables,
+      spelling,
+    );
+  if (flags.dialect) return everything('no database read: what a fresh install needs');
+  let session: Session;
+  try {
+    session = await openSession(flags, { mustExist: true }, io);
+  } catch (error) {
+    if (!(error instanceof MissingDatabaseFile)) throw error;
+    return everything('the database file is not there yet');
+  }
+  try {
+    const reading = createOutbox(session.loaded.config, {
+      sequelize: session.db.sequelize,
+      schema: flags.schema,
+      tablePrefix: flags.tablePrefix,
+      logger: out.logger,
+      wakeup: null,
+      taskBackend: noTaskBackend(session.loaded.config, 'migrate'),
+    });
+    try {
+      const plan = await eventColumnPlan(runtimeOf(reading));
+      refuseMismatched(plan, 'migrate --print-sql', tables.events);
+      return eventColumnLines(
+        plan.add,
+        plan.index,
+        `what the database's ${tables.events} lacks (the plan \`npx outbox migrate\` would carry out)`,
+        tables,
+        spelling,
+      );
+    } finally {
+      await reading.close();
+    }
+  } finally {
+    await session.close();
+  }
+}
+
+/** The event-column part of `--print-sql`: a comment, then each statement. */
+function eventColumnLines(
+  add: readonly ResolvedEventColumn[],
+  index: readonly ResolvedEventColumn[],
+  from: string,
+  tables: TableNames,
+  spelling: EventColumnSpelling,
+): string[] {
+  const header = [
+    `-- event columns (the config's eventColumns): ${from}.`,
+    '-- Not idempotent on their own: run them once, after the statements above.',
+  ];
+  if (add.length === 0 && index.length === 0) {
+    return [header[0], '-- (nothing: the table has every declared column and index)'];
+  }
+  return [
+    ...header,
+    ...add.map((c) => `${addEventColumnSql(tables, spelling, c)};\n`),
+    ...index.map((c) => `${createEventColumnIndexSql(tables, spelling, c)};\n`),
+  ];
 }
 
 /** The dialect of the database the flags resolve to, without connecting. */

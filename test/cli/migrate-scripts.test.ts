@@ -10,8 +10,11 @@ import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { afterEach, beforeEach, expect, it } from 'vitest';
 import { describeEachDialect } from '../support/dialects.js';
-import { type CliDatabase, openCliDatabase, PING_CONFIG } from './support/cli.js';
+import { type CliDatabase, openCliDatabase, PING_CONFIG, REPO } from './support/cli.js';
 import { runCliInProcess } from './support/in-process.js';
+
+/** A config declaring `order_id bigint` (indexed) and `paid boolean` event columns. */
+const COLUMNS_CONFIG = join(REPO, 'test/cli/fixtures/columns.config.ts');
 
 describeEachDialect('outbox migrate through your own tool', (dialect) => {
   let db: CliDatabase;
@@ -56,6 +59,61 @@ describeEachDialect('outbox migrate through your own tool', (dialect) => {
       .map((s) => s.replace(/^--.*$/gm, '').trim()))
       if (statement) await sequelize.query(statement);
     expect((await check()).code).toBe(0);
+  });
+
+  /** Run each statement of a printed script, its comments dropped. */
+  async function runPrinted(text: string): Promise<void> {
+    for (const statement of text.split(/;\n/).map((s) => s.replace(/^--.*$/gm, '').trim()))
+      if (statement) await db.outboxOptions.sequelize.query(statement);
+  }
+  const checkColumns = () =>
+    runCliInProcess(['migrate', '--check', '-c', COLUMNS_CONFIG, ...db.args]);
+
+  it('--print-sql --dialect prints every declared event column and index, and running it leaves nothing pending', async () => {
+    const printed = await runCliInProcess([
+      'migrate',
+      '--print-sql',
+      '--dialect',
+      dialect.name,
+      '-c',
+      COLUMNS_CONFIG,
+      ...db.schemaArgs,
+    ]);
+    expect(printed.code).toBe(0);
+    expect(printed.stdout).toMatch(/ALTER TABLE \S+ ADD COLUMN order_id \w+/);
+    expect(printed.stdout).toMatch(/ALTER TABLE \S+ ADD COLUMN paid \w+/);
+    expect(printed.stdout).toMatch(
+      /CREATE INDEX \S*outbox_events_col_order_id\S* ON \S+ \(order_id/,
+    );
+    expect(printed.stdout).not.toContain('events_col_paid');
+    // After the library's DDL.
+    expect(printed.stdout.indexOf('ADD COLUMN order_id')).toBeGreaterThan(
+      printed.stdout.lastIndexOf('-- version '),
+    );
+    await runPrinted(printed.stdout);
+    const checked = await checkColumns();
+    expect(checked.stderr).toBe('');
+    expect(checked.code).toBe(0);
+  });
+
+  it('--print-sql with a database prints only the event columns its table lacks', async () => {
+    // The library's tables, no event column yet.
+    expect((await runCliInProcess(['migrate', '-c', PING_CONFIG, ...db.args])).code).toBe(0);
+    expect((await checkColumns()).code).toBe(2);
+    const args = ['migrate', '--print-sql', '-c', COLUMNS_CONFIG, ...db.args];
+    const printed = await runCliInProcess(args);
+    expect(printed.code).toBe(0);
+    expect(printed.stdout).toContain('ADD COLUMN order_id');
+    expect(printed.stdout).toContain('ADD COLUMN paid');
+    expect(printed.stdout).toContain('outbox_events_col_order_id');
+    await runPrinted(printed.stdout);
+    expect((await checkColumns()).code).toBe(0);
+    // Up to date: the library's idempotent DDL, no event-column statement.
+    const again = await runCliInProcess(args);
+    expect(again.code).toBe(0);
+    expect(again.stdout).not.toContain('ADD COLUMN order_id');
+    expect(again.stdout).not.toContain('CREATE INDEX "outbox_events_col');
+    expect(again.stdout).toContain('nothing: the table has every declared column and index');
   });
 
   it.each(['sequelize-cli', 'umzug'] as const)(
