@@ -32,6 +32,7 @@ import type { EventColumnSpelling } from '../../src/storage/sql/dialect.js';
 import {
   addEventColumnSql,
   createEventColumnIndexSql,
+  eventColumnIndexName,
 } from '../../src/storage/sql/event-columns.js';
 import { type TableNames, tableNames } from '../../src/storage/tables.js';
 import { closeDatabase, resolveDatabase } from '../connect.js';
@@ -40,6 +41,8 @@ import { inboxStatus } from '../inbox-status.js';
 import type { CliIo } from '../io.js';
 import type { CliOutput } from '../log-format.js';
 import {
+  type EventColumnStep,
+  eventColumnFiles,
   MIGRATION_TOOLS,
   type MigrationTool,
   migrationFiles,
@@ -374,18 +377,45 @@ async function script(flags: MigrateFlags, out: CliOutput, io: CliIo): Promise<n
   const dir = resolve(io.cwd, flags.out);
   mkdirSync(dir, { recursive: true });
   const existing = readdirSync(dir);
-  const files = migrationFiles(statements, tool, {
-    dialect,
-    tables: label,
-    stamp: migrationStamp(new Date()),
-  });
+  const now = new Date();
+  const declared = await declaredEventColumns(flags, io);
+  const spelling = entry.sql.ddl.eventColumns;
+  const files = [
+    ...migrationFiles(statements, tool, { dialect, tables: label, stamp: migrationStamp(now) }),
+    // A second later: both tools run files in name order, and the columns need the table.
+    ...eventColumnFiles(
+      declared.flatMap((c): EventColumnStep[] => [
+        {
+          kind: 'column',
+          column: c.name,
+          finds: c.name,
+          statement: addEventColumnSql(tables, spelling, c),
+        },
+        ...(c.index
+          ? [
+              {
+                kind: 'index' as const,
+                column: c.name,
+                finds: eventColumnIndexName(tables, c.name),
+                statement: createEventColumnIndexSql(tables, spelling, c),
+              },
+            ]
+          : []),
+      ]),
+      tool,
+      {
+        dialect,
+        tables: label,
+        stamp: migrationStamp(new Date(now.getTime() + 1000)),
+        introspect: { column: spelling.columnsSql(tables), index: spelling.indexesSql(tables) },
+      },
+    ),
+  ];
   for (const file of files) {
     const already = existing.find((name) => name.includes(file.marker));
     const shown = (name: string) => relative(io.cwd, join(dir, name)) || name;
     if (already) {
-      out.result(
-        `${shown(already)} is already there (outbox schema version ${file.marker.replace(/\D/g, '')})`,
-      );
+      out.result(`${shown(already)} is already there (${file.describes})`);
       continue;
     }
     const path = join(dir, file.name);
@@ -413,13 +443,7 @@ async function eventColumnStatements(
   tables: TableNames,
 ): Promise<string[] | undefined> {
   const spelling = dialectNamed(dialect).sql.ddl.eventColumns;
-  // A config given with -c must load; the default one is optional (a bare --url prints
-  // the library's DDL alone, as before).
-  const loaded = flags.config
-    ? await loadOrFail(flags.config, io.cwd)
-    : await loadOrFail(undefined, io.cwd).catch(() => undefined);
-  await closeConfigSequelize(loaded, undefined);
-  const declared = loaded?.config.eventColumns ?? [];
+  const declared = await declaredEventColumns(flags, io);
   if (declared.length === 0) return undefined;
   const everything = (why: string) =>
     eventColumnLines(
@@ -462,6 +486,21 @@ async function eventColumnStatements(
   } finally {
     await session.close();
   }
+}
+
+/**
+ * The event columns the config declares, for `--print-sql` and `--emit`. A config given
+ * with `-c` must load; the default one is optional (no config: the library's DDL alone).
+ */
+async function declaredEventColumns(
+  flags: MigrateFlags,
+  io: CliIo,
+): Promise<readonly ResolvedEventColumn[]> {
+  const loaded = flags.config
+    ? await loadOrFail(flags.config, io.cwd)
+    : await loadOrFail(undefined, io.cwd).catch(() => undefined);
+  await closeConfigSequelize(loaded, undefined);
+  return loaded?.config.eventColumns ?? [];
 }
 
 /** The event-column part of `--print-sql`: a comment, then each statement. */

@@ -146,4 +146,47 @@ describeEachDialect('outbox migrate through your own tool', (dialect) => {
       expect((await check()).code).toBe(0);
     },
   );
+
+  /** Run each emitted file in name order, as the tool would. */
+  async function runEmitted(tool: 'sequelize-cli' | 'umzug', names: readonly string[]) {
+    const sequelize = db.outboxOptions.sequelize;
+    for (const name of names) {
+      const path = join(dir, name);
+      if (tool === 'sequelize-cli') {
+        const migration = createRequire(import.meta.url)(path);
+        await migration.up(sequelize.getQueryInterface(), sequelize.constructor);
+      } else {
+        const migration = await import(pathToFileURL(path).href);
+        await migration.up({ context: sequelize.getQueryInterface() });
+      }
+    }
+  }
+
+  it.each(['sequelize-cli', 'umzug'] as const)(
+    "--emit %s writes a file per event column and per index, after the library's, that migrate once and are no-ops on a migrated table",
+    async (tool) => {
+      const args = ['migrate', '--emit', tool, '--out', dir, '-c', COLUMNS_CONFIG, ...db.args];
+      expect((await runCliInProcess(args)).code).toBe(0);
+      const names = readdirSync(dir).sort();
+      expect(names).toHaveLength(9);
+      expect(names.slice(6).map((n) => n.replace(/^\d{14}-/, ''))).toEqual([
+        `outboxkit-column-order_id.${tool === 'umzug' ? 'mjs' : 'cjs'}`,
+        `outboxkit-column-paid.${tool === 'umzug' ? 'mjs' : 'cjs'}`,
+        `outboxkit-index-order_id.${tool === 'umzug' ? 'mjs' : 'cjs'}`,
+      ]);
+      expect(names.slice(0, 6).every((n) => /-outboxkit-v\d\./.test(n))).toBe(true);
+      // Emitting again writes nothing.
+      const second = await runCliInProcess(args);
+      expect(second.stdout).toContain('is already there (event column order_id)');
+      expect(readdirSync(dir).sort()).toEqual(names);
+
+      await runEmitted(tool, names);
+      const checked = await checkColumns();
+      expect(checked.stderr).toBe('');
+      expect(checked.code).toBe(0);
+      // Run again (a database migrated already): each file changes nothing.
+      await runEmitted(tool, names);
+      expect((await checkColumns()).code).toBe(0);
+    },
+  );
 });
