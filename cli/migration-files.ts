@@ -8,7 +8,8 @@
  *
  * The statements are embedded as JSON string literals: the file's text is deterministic
  * for a given version, dialect, schema and prefix; only the file name carries the time it
- * was emitted, since both tools order migrations by name.
+ * was emitted, since both tools order migrations by name. The declared event columns get
+ * files of their own ({@link eventColumnFiles}).
  */
 import type { MigrationScript } from '../src/storage/sql/migrate.js';
 

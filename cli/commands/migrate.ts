@@ -2,7 +2,9 @@
  * `outbox migrate`: create or upgrade the outbox tables; or, for a team that applies
  * schema changes through its own tool, print them (`--print-sql`) or write them as that
  * tool's migration files (`--emit umzug|sequelize-cli`); or check that none is pending
- * (`--check`, exit 2 when one is).
+ * (`--check`, exit 2 when one is). Printing and emitting include the event columns the
+ * config declares (`eventColumns`): every one with `--dialect`, what the table lacks when
+ * printed against a database, a file per column and per index when emitted.
  */
 import { existsSync, mkdirSync, readdirSync, writeFileSync } from 'node:fs';
 import { join, relative, resolve } from 'node:path';
@@ -86,7 +88,10 @@ export function migrateCommand(command: Command): Command {
       'create or upgrade the outbox tables (idempotent); or print them, emit them for your migration tool, or check them',
     ),
   )
-    .option('--print-sql', 'print the DDL migrate would run, and run nothing')
+    .option(
+      '--print-sql',
+      'print the DDL migrate would run (the declared event columns included), and run nothing',
+    )
     .addOption(
       new Option(
         '--dialect <dialect>',
