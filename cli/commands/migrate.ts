@@ -2,11 +2,14 @@
  * `outbox migrate`: create or upgrade the outbox tables; or, for a team that applies
  * schema changes through its own tool, print them (`--print-sql`) or write them as that
  * tool's migration files (`--emit umzug|sequelize-cli`); or check that none is pending
- * (`--check`, exit 2 when one is).
+ * (`--check`, exit 2 when one is). Printing and emitting include the event columns the
+ * config declares (`eventColumns`): every one with `--dialect`, what the table lacks when
+ * printed against a database, a file per column and per index when emitted.
  */
 import { existsSync, mkdirSync, readdirSync, writeFileSync } from 'node:fs';
 import { join, relative, resolve } from 'node:path';
 import { type Command, Option } from 'commander';
+import type { ResolvedEventColumn } from '../../src/declare/event-columns.js';
 import { ConfigurationError } from '../../src/errors/outbox-error.js';
 import { eventColumnPlan } from '../../src/event-columns/migrate.js';
 import { describePending, isPending, refuseMismatched } from '../../src/event-columns/plan.js';
@@ -27,6 +30,12 @@ import {
   type MigrationDialect,
   migrationStatements,
 } from '../../src/storage/migration-statements.js';
+import type { EventColumnSpelling } from '../../src/storage/sql/dialect.js';
+import {
+  addEventColumnSql,
+  createEventColumnIndexSql,
+  eventColumnIndexName,
+} from '../../src/storage/sql/event-columns.js';
 import { type TableNames, tableNames } from '../../src/storage/tables.js';
 import { closeDatabase, resolveDatabase } from '../connect.js';
 import { EXIT } from '../exit-codes.js';
@@ -34,6 +43,8 @@ import { inboxStatus } from '../inbox-status.js';
 import type { CliIo } from '../io.js';
 import type { CliOutput } from '../log-format.js';
 import {
+  type EventColumnStep,
+  eventColumnFiles,
   MIGRATION_TOOLS,
   type MigrationTool,
   migrationFiles,
@@ -77,7 +88,10 @@ export function migrateCommand(command: Command): Command {
       'create or upgrade the outbox tables (idempotent); or print them, emit them for your migration tool, or check them',
     ),
   )
-    .option('--print-sql', 'print the DDL migrate would run, and run nothing')
+    .option(
+      '--print-sql',
+      'print the DDL migrate would run (the declared event columns included), and run nothing',
+    )
     .addOption(
       new Option(
         '--dialect <dialect>',
@@ -353,6 +367,8 @@ async function script(flags: MigrateFlags, out: CliOutput, io: CliIo): Promise<n
         ...step.statements.map((s) => `${s};\n`),
       ]),
     ];
+    const columns = await eventColumnStatements(flags, io, out, dialect, tables);
+    if (columns) lines.push('', ...columns);
     if (flags.inbox) {
       lines.push(
         '',
@@ -366,18 +382,45 @@ async function script(flags: MigrateFlags, out: CliOutput, io: CliIo): Promise<n
   const dir = resolve(io.cwd, flags.out);
   mkdirSync(dir, { recursive: true });
   const existing = readdirSync(dir);
-  const files = migrationFiles(statements, tool, {
-    dialect,
-    tables: label,
-    stamp: migrationStamp(new Date()),
-  });
+  const now = new Date();
+  const declared = await declaredEventColumns(flags, io);
+  const spelling = entry.sql.ddl.eventColumns;
+  const files = [
+    ...migrationFiles(statements, tool, { dialect, tables: label, stamp: migrationStamp(now) }),
+    // A second later: both tools run files in name order, and the columns need the table.
+    ...eventColumnFiles(
+      declared.flatMap((c): EventColumnStep[] => [
+        {
+          kind: 'column',
+          column: c.name,
+          finds: c.name,
+          statement: addEventColumnSql(tables, spelling, c),
+        },
+        ...(c.index
+          ? [
+              {
+                kind: 'index' as const,
+                column: c.name,
+                finds: eventColumnIndexName(tables, c.name),
+                statement: createEventColumnIndexSql(tables, spelling, c),
+              },
+            ]
+          : []),
+      ]),
+      tool,
+      {
+        dialect,
+        tables: label,
+        stamp: migrationStamp(new Date(now.getTime() + 1000)),
+        introspect: { column: spelling.columnsSql(tables), index: spelling.indexesSql(tables) },
+      },
+    ),
+  ];
   for (const file of files) {
     const already = existing.find((name) => name.includes(file.marker));
     const shown = (name: string) => relative(io.cwd, join(dir, name)) || name;
     if (already) {
-      out.result(
-        `${shown(already)} is already there (outbox schema version ${file.marker.replace(/\D/g, '')})`,
-      );
+      out.result(`${shown(already)} is already there (${file.describes})`);
       continue;
     }
     const path = join(dir, file.name);
@@ -386,6 +429,105 @@ async function script(flags: MigrateFlags, out: CliOutput, io: CliIo): Promise<n
     out.result(`wrote ${shown(file.name)} (${tool}, ${dialect}, tables ${label})`);
   }
   return EXIT.ok;
+}
+
+/**
+ * `--print-sql`: the statements that add the event columns the config declares
+ * (`eventColumns`, docs/event-columns.md), as comment-headed lines, or `undefined` when it
+ * declares none (or there is no config). With `--dialect` nothing is read: every declared
+ * column and index, as a fresh install needs. Without it, the database's events table is
+ * read and only what it lacks is printed (the plan `migrate` would carry out); a table that
+ * is not there yet lacks them all.
+ * @throws {ConfigurationError} for a declared column the table holds with another type.
+ */
+async function eventColumnStatements(
+  flags: MigrateFlags,
+  io: CliIo,
+  out: CliOutput,
+  dialect: MigrationDialect,
+  tables: TableNames,
+): Promise<string[] | undefined> {
+  const spelling = dialectNamed(dialect).sql.ddl.eventColumns;
+  const declared = await declaredEventColumns(flags, io);
+  if (declared.length === 0) return undefined;
+  const everything = (why: string) =>
+    eventColumnLines(
+      declared,
+      declared.filter((c) => c.index),
+      `every declared column (${why})`,
+      tables,
+      spelling,
+    );
+  if (flags.dialect) return everything('no database read: what a fresh install needs');
+  let session: Session;
+  try {
+    session = await openSession(flags, { mustExist: true }, io);
+  } catch (error) {
+    if (!(error instanceof MissingDatabaseFile)) throw error;
+    return everything('the database file is not there yet');
+  }
+  try {
+    const reading = createOutbox(session.loaded.config, {
+      sequelize: session.db.sequelize,
+      schema: flags.schema,
+      tablePrefix: flags.tablePrefix,
+      logger: out.logger,
+      wakeup: null,
+      taskBackend: noTaskBackend(session.loaded.config, 'migrate'),
+    });
+    try {
+      const plan = await eventColumnPlan(runtimeOf(reading));
+      refuseMismatched(plan, 'migrate --print-sql', tables.events);
+      return eventColumnLines(
+        plan.add,
+        plan.index,
+        `what the database's ${tables.events} lacks (the plan \`npx outbox migrate\` would carry out)`,
+        tables,
+        spelling,
+      );
+    } finally {
+      await reading.close();
+    }
+  } finally {
+    await session.close();
+  }
+}
+
+/**
+ * The event columns the config declares, for `--print-sql` and `--emit`. A config given
+ * with `-c` must load; the default one is optional (no config: the library's DDL alone).
+ */
+async function declaredEventColumns(
+  flags: MigrateFlags,
+  io: CliIo,
+): Promise<readonly ResolvedEventColumn[]> {
+  const loaded = flags.config
+    ? await loadOrFail(flags.config, io.cwd)
+    : await loadOrFail(undefined, io.cwd).catch(() => undefined);
+  await closeConfigSequelize(loaded, undefined);
+  return loaded?.config.eventColumns ?? [];
+}
+
+/** The event-column part of `--print-sql`: a comment, then each statement. */
+function eventColumnLines(
+  add: readonly ResolvedEventColumn[],
+  index: readonly ResolvedEventColumn[],
+  from: string,
+  tables: TableNames,
+  spelling: EventColumnSpelling,
+): string[] {
+  const header = [
+    `-- event columns (the config's eventColumns): ${from}.`,
+    '-- Not idempotent on their own: run them once, after the statements above.',
+  ];
+  if (add.length === 0 && index.length === 0) {
+    return [header[0], '-- (nothing: the table has every declared column and index)'];
+  }
+  return [
+    ...header,
+    ...add.map((c) => `${addEventColumnSql(tables, spelling, c)};\n`),
+    ...index.map((c) => `${createEventColumnIndexSql(tables, spelling, c)};\n`),
+  ];
 }
 
 /** The dialect of the database the flags resolve to, without connecting. */

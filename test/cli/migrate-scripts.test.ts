@@ -10,8 +10,11 @@ import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { afterEach, beforeEach, expect, it } from 'vitest';
 import { describeEachDialect } from '../support/dialects.js';
-import { type CliDatabase, openCliDatabase, PING_CONFIG } from './support/cli.js';
+import { type CliDatabase, openCliDatabase, PING_CONFIG, REPO } from './support/cli.js';
 import { runCliInProcess } from './support/in-process.js';
+
+/** A config declaring `order_id bigint` (indexed) and `paid boolean` event columns. */
+const COLUMNS_CONFIG = join(REPO, 'test/cli/fixtures/columns.config.ts');
 
 describeEachDialect('outbox migrate through your own tool', (dialect) => {
   let db: CliDatabase;
@@ -58,6 +61,61 @@ describeEachDialect('outbox migrate through your own tool', (dialect) => {
     expect((await check()).code).toBe(0);
   });
 
+  /** Run each statement of a printed script, its comments dropped. */
+  async function runPrinted(text: string): Promise<void> {
+    for (const statement of text.split(/;\n/).map((s) => s.replace(/^--.*$/gm, '').trim()))
+      if (statement) await db.outboxOptions.sequelize.query(statement);
+  }
+  const checkColumns = () =>
+    runCliInProcess(['migrate', '--check', '-c', COLUMNS_CONFIG, ...db.args]);
+
+  it('--print-sql --dialect prints every declared event column and index, and running it leaves nothing pending', async () => {
+    const printed = await runCliInProcess([
+      'migrate',
+      '--print-sql',
+      '--dialect',
+      dialect.name,
+      '-c',
+      COLUMNS_CONFIG,
+      ...db.schemaArgs,
+    ]);
+    expect(printed.code).toBe(0);
+    expect(printed.stdout).toMatch(/ALTER TABLE \S+ ADD COLUMN order_id \w+/);
+    expect(printed.stdout).toMatch(/ALTER TABLE \S+ ADD COLUMN paid \w+/);
+    expect(printed.stdout).toMatch(
+      /CREATE INDEX \S*outbox_events_col_order_id\S* ON \S+ \(order_id/,
+    );
+    expect(printed.stdout).not.toContain('events_col_paid');
+    // After the library's DDL.
+    expect(printed.stdout.indexOf('ADD COLUMN order_id')).toBeGreaterThan(
+      printed.stdout.lastIndexOf('-- version '),
+    );
+    await runPrinted(printed.stdout);
+    const checked = await checkColumns();
+    expect(checked.stderr).toBe('');
+    expect(checked.code).toBe(0);
+  });
+
+  it('--print-sql with a database prints only the event columns its table lacks', async () => {
+    // The library's tables, no event column yet.
+    expect((await runCliInProcess(['migrate', '-c', PING_CONFIG, ...db.args])).code).toBe(0);
+    expect((await checkColumns()).code).toBe(2);
+    const args = ['migrate', '--print-sql', '-c', COLUMNS_CONFIG, ...db.args];
+    const printed = await runCliInProcess(args);
+    expect(printed.code).toBe(0);
+    expect(printed.stdout).toContain('ADD COLUMN order_id');
+    expect(printed.stdout).toContain('ADD COLUMN paid');
+    expect(printed.stdout).toContain('outbox_events_col_order_id');
+    await runPrinted(printed.stdout);
+    expect((await checkColumns()).code).toBe(0);
+    // Up to date: the library's idempotent DDL, no event-column statement.
+    const again = await runCliInProcess(args);
+    expect(again.code).toBe(0);
+    expect(again.stdout).not.toContain('ADD COLUMN order_id');
+    expect(again.stdout).not.toContain('CREATE INDEX "outbox_events_col');
+    expect(again.stdout).toContain('nothing: the table has every declared column and index');
+  });
+
   it.each(['sequelize-cli', 'umzug'] as const)(
     '--emit %s writes a migration file that migrates, once',
     async (tool) => {
@@ -86,6 +144,49 @@ describeEachDialect('outbox migrate through your own tool', (dialect) => {
         }
       }
       expect((await check()).code).toBe(0);
+    },
+  );
+
+  /** Run each emitted file in name order, as the tool would. */
+  async function runEmitted(tool: 'sequelize-cli' | 'umzug', names: readonly string[]) {
+    const sequelize = db.outboxOptions.sequelize;
+    for (const name of names) {
+      const path = join(dir, name);
+      if (tool === 'sequelize-cli') {
+        const migration = createRequire(import.meta.url)(path);
+        await migration.up(sequelize.getQueryInterface(), sequelize.constructor);
+      } else {
+        const migration = await import(pathToFileURL(path).href);
+        await migration.up({ context: sequelize.getQueryInterface() });
+      }
+    }
+  }
+
+  it.each(['sequelize-cli', 'umzug'] as const)(
+    "--emit %s writes a file per event column and per index, after the library's, that migrate once and are no-ops on a migrated table",
+    async (tool) => {
+      const args = ['migrate', '--emit', tool, '--out', dir, '-c', COLUMNS_CONFIG, ...db.args];
+      expect((await runCliInProcess(args)).code).toBe(0);
+      const names = readdirSync(dir).sort();
+      expect(names).toHaveLength(9);
+      expect(names.slice(6).map((n) => n.replace(/^\d{14}-/, ''))).toEqual([
+        `outboxkit-column-order_id.${tool === 'umzug' ? 'mjs' : 'cjs'}`,
+        `outboxkit-column-paid.${tool === 'umzug' ? 'mjs' : 'cjs'}`,
+        `outboxkit-index-order_id.${tool === 'umzug' ? 'mjs' : 'cjs'}`,
+      ]);
+      expect(names.slice(0, 6).every((n) => /-outboxkit-v\d\./.test(n))).toBe(true);
+      // Emitting again writes nothing.
+      const second = await runCliInProcess(args);
+      expect(second.stdout).toContain('is already there (event column order_id)');
+      expect(readdirSync(dir).sort()).toEqual(names);
+
+      await runEmitted(tool, names);
+      const checked = await checkColumns();
+      expect(checked.stderr).toBe('');
+      expect(checked.code).toBe(0);
+      // Run again (a database migrated already): each file changes nothing.
+      await runEmitted(tool, names);
+      expect((await checkColumns()).code).toBe(0);
     },
   );
 });
