@@ -159,6 +159,7 @@ export type { MetricsOptions, MetricsRegistry } from './observe/metrics/registry
 export type { EventIdentity } from './ops/arguments.js';
 export type { CancelDeliveriesOptions, CancelResult } from './ops/cancel.js';
 export type { CleanupOptions } from './ops/cleanup.js';
+export type { CoveredSchemasOptions } from './ops/covered-schemas.js';
 export type { DeadLetter, DeadLettersOptions } from './ops/dead-letters.js';
 export type { HealthOptions, OutboxHealth, ReceiverBacklog } from './ops/health.js';
 export type { PruneBatch, PruneEventsOptions } from './ops/prune.js';

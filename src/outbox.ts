@@ -28,6 +28,7 @@ import { type PinoLikeLogger, toOutboxLogger } from './observe/pino-logger.js';
 import type { EventIdentity } from './ops/arguments.js';
 import { type CancelDeliveriesOptions, type CancelResult, cancelDeliveries } from './ops/cancel.js';
 import { type CleanupOptions, cleanupDeadLettered, cleanupPublished } from './ops/cleanup.js';
+import { type CoveredSchemasOptions, countAcross, coveredSchemas } from './ops/covered-schemas.js';
 import { type DeadLetter, type DeadLettersOptions, deadLetters } from './ops/dead-letters.js';
 import { type HealthOptions, type OutboxHealth, outboxHealth } from './ops/health.js';
 import { type PruneEventsOptions, pruneEvents } from './ops/prune.js';
@@ -257,8 +258,14 @@ export interface Outbox<C extends OutboxConfig = OutboxConfig> {
    * and the ids, all JSON. See {@link ClaimBatchOptions} for what it refuses.
    */
   claimBatch(options: ClaimBatchOptions): Promise<ClaimedBatch>;
-  /** Count delivery rows by status: a quick look at the backlog. */
-  countDeliveries(): Promise<Record<DeliveryStatus, number>>;
+  /**
+   * Count delivery rows by status: a quick look at the backlog. Given `{ schemas }` or
+   * `{ tenants }` (a schema per tenant), summed across those schemas; under
+   * `settings.tenancy: 'schema'` one of them is required, since the outbox's own schema
+   * holds no tenant's events and would read as an empty outbox.
+   * @throws {ConfigurationError} naming `schemas` under schema tenancy without either.
+   */
+  countDeliveries(options?: CoveredSchemasOptions): Promise<Record<DeliveryStatus, number>>;
   /**
    * Describe every declared event, its payload shape and its receivers: plain data,
    * sorted by name throughout, built from the declarations so it cannot drift.
@@ -303,6 +310,9 @@ export interface Outbox<C extends OutboxConfig = OutboxConfig> {
    * `outbox_delivery_duration_seconds`, claim and record durations, gauges read from
    * {@link health} at scrape time) on `registry`, a `prom-client` Registry (a new one when
    * omitted), and return it. Needs `prom-client` installed; loads it only when called.
+   * Under a schema per tenant, name the schemas the gauges cover (`{ schemas }` or
+   * `{ tenants }`, as for `runRelay`); each gauge then has a series per `schema` label.
+   * @throws {ConfigurationError} naming `schemas` under schema tenancy without either.
    */
   metrics<R extends MetricsRegistry = MetricsRegistry>(registry?: R, options?: MetricsOptions): R;
   /**
@@ -561,15 +571,21 @@ export function createOutbox<C extends OutboxConfig>(
     deliverPending: (pendingOptions) => deliverPending(runtime, pendingOptions),
     deliverOne: (deliveryId, oneOptions) => deliverOne(runtime, deliveryId, oneOptions),
     claimBatch: (claimOptions) => claimForWorker(runtime, claimOptions),
-    countDeliveries: () => store.countDeliveries(),
+    countDeliveries: (countOptions) => countAcross(runtime, countOptions),
     catalogue: () => buildCatalogue(config),
     whatListensTo: (event) => whatListensTo(config, event),
     listensFor: (key) => listensFor(config, key),
     on: (name, listener) => events.on(name, listener),
     health: (healthOptions) => onTenantSchema(runtime, healthOptions, outboxHealth),
     quietReceivers: (quietOptions) => quietReceivers(runtime, quietOptions),
-    metrics: (registry, metricsOptions) =>
-      registerOutboxMetrics(runtime, () => outboxHealth(runtime), registry, metricsOptions),
+    metrics: (registry, metricsOptions) => {
+      const covered = coveredSchemas(runtime, 'outbox.metrics', metricsOptions);
+      const sources = covered.targets.map((rt) => ({
+        schema: covered.named ? (rt.tables.schema ?? rt.schema ?? '') : undefined,
+        read: () => outboxHealth(rt),
+      }));
+      return registerOutboxMetrics(runtime, sources, registry, metricsOptions);
+    },
     pruneEvents: (pruneOptions) => onTenantSchema(runtime, pruneOptions, pruneEvents),
     cleanupDeadLettered: (cleanupOptions) => cleanupDeadLettered(runtime, cleanupOptions),
     cleanupPublished: (cleanupOptions) => cleanupPublished(runtime, cleanupOptions),

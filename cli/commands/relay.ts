@@ -248,7 +248,11 @@ export async function relay(flags: RelayFlags, out: CliOutput, io: CliIo): Promi
       taskBackend: noTaskBackend(session.loaded.config, 'relay'),
     });
     if (flags.metricsPort !== undefined) {
-      const registry = outbox.metrics();
+      // The gauges cover the schemas the relay serves (required under a schema per tenant).
+      const registry = outbox.metrics(undefined, {
+        schemas: flags.schemas,
+        tenants: session.loaded.config.settings.tenancy === 'schema' ? flags.tenant : undefined,
+      });
       metrics = await serveMetrics(registry, flags.metricsHost, flags.metricsPort).catch(
         (error: unknown) => {
           throw new ConfigurationError(

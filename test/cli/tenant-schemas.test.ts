@@ -8,8 +8,8 @@ import { createOutbox, silentLogger } from '../../src/index.js';
 import { runtimeOf } from '../../src/runtime.js';
 import { postgresUrl } from '../../testing/databases.js';
 import { describeEachDialect } from '../support/dialects.js';
-import { type CliDatabase, openCliDatabase, PING_CONFIG, REPO } from './support/cli.js';
-import { runCliInProcess } from './support/in-process.js';
+import { type CliDatabase, openCliDatabase, PING_CONFIG, REPO, waitFor } from './support/cli.js';
+import { runCliInProcess, startCliInProcess } from './support/in-process.js';
 
 const CONFIG = join(REPO, 'test/cli/fixtures/tenant-schemas.config.ts');
 
@@ -106,5 +106,52 @@ describeEachDialect('outbox migrate / relay --schemas', (dialect) => {
       `tenant schema ${schemaOf('initech')}: the outbox tables are missing`,
     );
     await outbox.close();
+  });
+
+  it('relay --schemas --metrics-port gauges each schema it serves, labelled schema', async () => {
+    const base = db.outboxOptions.schema!;
+    const schemaOf = (tenant: string) => `${base}_${tenant}`;
+    const list = `${schemaOf('acme')},${schemaOf('globex')}`;
+    const cliArgs = ['-c', CONFIG, '--url', postgresUrl()];
+    expect((await runCliInProcess(['migrate', '--schemas', list, ...cliArgs])).code).toBe(0);
+    const outbox = createOutbox((await import(CONFIG)).default, {
+      sequelize: db.outboxOptions.sequelize,
+      tenantSchema: schemaOf,
+      logger: silentLogger,
+      wakeup: null,
+    });
+    await outbox.fire('test.Ping', { n: 1 }, { tenant: 'acme' });
+    await outbox.fire('test.Ping', { n: 2 }, { tenant: 'globex' });
+    await outbox.fire('test.Ping', { n: 3 }, { tenant: 'globex' });
+    const relay = startCliInProcess([
+      'relay',
+      '--schemas',
+      list,
+      '--metrics-port',
+      '0',
+      ...cliArgs,
+    ]);
+    try {
+      let url = '';
+      await waitFor(() => {
+        url =
+          /metrics at (http:\/\/127\.0\.0\.1:\d+\/metrics)/.exec(relay.output().stderr)?.[1] ?? '';
+        return url !== '';
+      }, 'the relay to log its metrics endpoint');
+      // Each schema's gauges count its own rows: owed (a retry in its backoff included) plus
+      // dead is its events, whatever the relay has got to by the scrape.
+      const value = (text: string, name: string, tenant: string) =>
+        Number(
+          new RegExp(`^${name}\\{schema="${schemaOf(tenant)}"\\} (\\S+)$`, 'm').exec(text)?.[1],
+        );
+      const text = await (await fetch(url)).text();
+      expect(value(text, 'outbox_owed', 'acme') + value(text, 'outbox_dead', 'acme')).toBe(1);
+      expect(value(text, 'outbox_owed', 'globex') + value(text, 'outbox_dead', 'globex')).toBe(2);
+      expect(text).not.toMatch(/^outbox_dead /m);
+    } finally {
+      relay.stop('SIGTERM');
+      await relay.done;
+      await outbox.close();
+    }
   });
 });

@@ -20,6 +20,10 @@
  *   `outbox_claimed`, `outbox_lapsed_leases` (gauges): read from `health()` at scrape time,
  *   one read serving every gauge for `healthCacheMs`. A read that fails is logged and the
  *   gauges read NaN for that scrape, rather than failing the application's whole scrape.
+ *   Given `{ schemas }` or `{ tenants }` (required under a schema per tenant, where the
+ *   outbox's own schema holds no tenant's events), each gauge has one series per schema,
+ *   labelled `schema` (`sum(outbox_owed)` is the whole backlog; a schema whose read failed
+ *   reads NaN alone).
  */
 import type { Counter, Histogram, Registry } from 'prom-client';
 import type { DeliveryStatus } from '../../declare/types.js';
@@ -36,21 +40,31 @@ export const DEFAULT_HEALTH_CACHE_MS = 5_000;
 /** The relay's statements take milliseconds: finer buckets than prom-client's defaults. */
 const STATEMENT_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5];
 
+/**
+ * One schema's `health()` read for the gauges: `schema` is its `schema` label's value, or
+ * undefined for the outbox's own schema read unlabelled (no `{ schemas | tenants }` given).
+ */
+export interface HealthSource {
+  readonly schema: string | undefined;
+  readonly read: () => Promise<OutboxHealth>;
+}
+
 /** The registries each outbox (by its runtime) has registered on: a second call returns. */
 const registered = new WeakMap<Runtime, WeakSet<object>>();
 
 /**
  * Register the outbox's metrics on `registry` (a new `prom-client` Registry when omitted)
  * and return it. Calling it again with the same registry returns it unchanged. The gauges
- * read `readHealth` (the outbox's `health()`, handed in by `createOutbox`: observe/ ranks
- * below ops/, so it never imports it).
+ * read `sources` (the `health()` of each schema covered, handed in by `createOutbox`:
+ * observe/ ranks below ops/, so it never imports it); labelled by schema when `sources`
+ * name their schemas.
  * @throws {ConfigurationError} without `prom-client` installed, for something that is not
  * a registry, for a bad `healthCacheMs`, or for a registry that already holds another
  * outbox's metrics.
  */
 export function registerOutboxMetrics<R extends MetricsRegistry>(
   rt: Runtime,
-  readHealth: () => Promise<OutboxHealth>,
+  sources: readonly HealthSource[],
   registry: R | undefined,
   options: MetricsOptions = {},
 ): R {
@@ -136,15 +150,22 @@ export function registerOutboxMetrics<R extends MetricsRegistry>(
     prunedDeliveries.inc(deliveries);
   });
 
-  const read = cachedHealth(rt, readHealth, cacheMs);
+  const read = cachedHealth(rt, sources, cacheMs);
+  const labelled = sources.some((s) => s.schema !== undefined);
   const gauge = (name: string, help: string, value: (h: OutboxHealth) => number) =>
     new prom.Gauge({
       name,
       help,
+      labelNames: labelled ? (['schema'] as const) : [],
       registers,
       async collect() {
-        const health = await read();
-        this.set(health ? value(health) : Number.NaN);
+        const healths = await read();
+        sources.forEach((source, i) => {
+          const health = healths[i];
+          const v = health ? value(health) : Number.NaN;
+          if (source.schema === undefined) this.set(v);
+          else this.set({ schema: source.schema }, v);
+        });
       },
     });
   gauge(
@@ -197,27 +218,36 @@ function timingHook(histogram: Histogram<'receiver'>): AroundDelivery {
 }
 
 /**
- * One `health()` read shared by every gauge of a scrape and by the scrapes within
- * `cacheMs` of it (on the outbox's clock). Resolves undefined when the read failed (logged).
+ * One `health()` read per schema, shared by every gauge of a scrape and by the scrapes
+ * within `cacheMs` of it (on the outbox's clock). Each read that failed (logged) resolves
+ * undefined, leaving the others' values.
  */
 function cachedHealth(
   rt: Runtime,
-  readHealth: () => Promise<OutboxHealth>,
+  sources: readonly HealthSource[],
   cacheMs: number,
-): () => Promise<OutboxHealth | undefined> {
+): () => Promise<readonly (OutboxHealth | undefined)[]> {
   let cached:
-    | { readonly atMs: number; readonly value: Promise<OutboxHealth | undefined> }
+    | {
+        readonly atMs: number;
+        readonly value: Promise<readonly (OutboxHealth | undefined)[]>;
+      }
     | undefined;
   return () => {
     const nowMs = rt.clock().getTime();
     if (cached && nowMs - cached.atMs < Math.max(cacheMs, 1) && nowMs >= cached.atMs)
       return cached.value;
-    const value = readHealth().catch((error: unknown) => {
-      rt.logger.warn('outbox.metrics(): could not read health() for the gauges; they read NaN', {
-        error,
-      });
-      return undefined;
-    });
+    const value = Promise.all(
+      sources.map((source) =>
+        source.read().catch((error: unknown) => {
+          rt.logger.warn(
+            'outbox.metrics(): could not read health() for the gauges; they read NaN',
+            source.schema === undefined ? { error } : { error, schema: source.schema },
+          );
+          return undefined;
+        }),
+      ),
+    );
     cached = { atMs: nowMs, value };
     return value;
   };

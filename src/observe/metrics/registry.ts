@@ -25,4 +25,17 @@ export interface MetricsOptions {
    * @defaultValue 5000
    */
   readonly healthCacheMs?: number;
+  /**
+   * The schemas the gauges read, one `schema`-labelled series each (`sum()` them for the
+   * whole backlog). Required (this or {@link tenants}) under a schema per tenant
+   * (`settings.tenancy: 'schema'`): the outbox's own schema holds no tenant's events, so
+   * gauges of it alone would show an empty outbox. Resolved as `runRelay({ schemas })`.
+   * @defaultValue the outbox's own schema, unlabelled
+   */
+  readonly schemas?: readonly string[];
+  /**
+   * Under `settings.tenancy: 'schema'`, the tenants whose schemas the gauges read (each
+   * labelled with its schema), as `runRelay({ tenants })`; refused under other tenancies.
+   */
+  readonly tenants?: readonly string[];
 }
