@@ -159,7 +159,6 @@ export type { MetricsOptions, MetricsRegistry } from './observe/metrics/registry
 export type { EventIdentity } from './ops/arguments.js';
 export type { CancelDeliveriesOptions, CancelResult } from './ops/cancel.js';
 export type { CleanupOptions } from './ops/cleanup.js';
-export type { CoveredSchemasOptions } from './ops/covered-schemas.js';
 export type { DeadLetter, DeadLettersOptions } from './ops/dead-letters.js';
 export type { HealthOptions, OutboxHealth, ReceiverBacklog } from './ops/health.js';
 export type { PruneBatch, PruneEventsOptions } from './ops/prune.js';
@@ -175,6 +174,7 @@ export type {
 export { createOutbox } from './outbox.js';
 export { backoffSeconds } from './relay/backoff.js';
 export type { ClaimBatchOptions, ClaimedBatch } from './relay/claim-for-worker.js';
+export type { CoveredSchemasOptions } from './relay/covered-schemas.js';
 export type { DeliverOneOptions } from './relay/deliver-one.js';
 export type { DeliverPendingOptions } from './relay/deliver-pending.js';
 export type { RelayReport, RunRelayOptions } from './relay/run-relay.js';

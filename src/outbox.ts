@@ -28,7 +28,6 @@ import { type PinoLikeLogger, toOutboxLogger } from './observe/pino-logger.js';
 import type { EventIdentity } from './ops/arguments.js';
 import { type CancelDeliveriesOptions, type CancelResult, cancelDeliveries } from './ops/cancel.js';
 import { type CleanupOptions, cleanupDeadLettered, cleanupPublished } from './ops/cleanup.js';
-import { type CoveredSchemasOptions, countAcross, coveredSchemas } from './ops/covered-schemas.js';
 import { type DeadLetter, type DeadLettersOptions, deadLetters } from './ops/dead-letters.js';
 import { type HealthOptions, type OutboxHealth, outboxHealth } from './ops/health.js';
 import { type PruneEventsOptions, pruneEvents } from './ops/prune.js';
@@ -45,6 +44,11 @@ import {
   claimForWorker,
 } from './relay/claim-for-worker.js';
 import { newProcessId } from './relay/claim-token.js';
+import {
+  type CoveredSchemasOptions,
+  countAcross,
+  coveredSchemas,
+} from './relay/covered-schemas.js';
 import { type DeliverOneOptions, deliverOne } from './relay/deliver-one.js';
 import { type DeliverPendingOptions, deliverPending } from './relay/deliver-pending.js';
 import { arrangeEager } from './relay/eager.js';

@@ -67,6 +67,10 @@ for (let i = 0; i < batch.length; i += 500) await main.fireMany(batch.slice(i, i
 out.fireMs = Date.now() - firedAt;
 
 // Four relays, each on its own Sequelize (as four processes would be), until every event is in.
+// Each pool is warmed first, so all four claim from the start: a relay still opening its
+// first connection could otherwise find the queue drained by the others (a claim takes
+// milliseconds), and "the queue was split" below would say nothing about claiming.
+await Promise.all(outboxes.map((o) => o.countDeliveries()));
 const stop = new AbortController();
 const started = Date.now();
 const running = outboxes.map((o, i) =>

@@ -7,8 +7,8 @@
  */
 import type { DeliveryStatus } from '../declare/types.js';
 import { ConfigurationError } from '../errors/outbox-error.js';
-import { servedSchemas } from '../relay/relay-schemas.js';
 import type { Runtime } from '../runtime.js';
+import { servedSchemas } from './relay-schemas.js';
 
 /** Which schemas a whole-outbox read covers: `schemas` names them, or `tenants` (their schemas). */
 export interface CoveredSchemasOptions {
