@@ -96,8 +96,14 @@ describe.skipIf(!inject('mariadbAvailable'))(
           expect(out.duplicates).toBe(0);
           expect(out.inversions).toBe(0);
           expect(out.counts).toMatchObject({ succeeded: 5000, pending: 0, claimed: 0 });
-          // Every relay took part: the queue was split, not run by one.
-          expect(out.perRelay.every((n: number) => n > 0)).toBe(true);
+          // The queue was split, not run by one. Not every relay need take part: concurrent
+          // claims read the same oldest candidates and the second to lock them comes back
+          // empty (docs/databases.md, "The claim"); the drain takes 2 s, so one relay of four
+          // can end with few or none (seen: 0 and 7 of 5,000).
+          expect(
+            out.perRelay.filter((n: number) => n > 0).length,
+            JSON.stringify(out.perRelay),
+          ).toBeGreaterThanOrEqual(2);
           expect(out.captured).toEqual([
             'shop.order.inserted',
             'shop.order.updated',
