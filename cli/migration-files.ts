@@ -54,47 +54,12 @@ export function migrationFiles(
     const list = `const statements = [\n${statements.map((s) => `  ${JSON.stringify(s)},`).join('\n')}\n];`;
     const down =
       "throw new Error('outboxkit: the outbox tables are not dropped by a migration (they hold owed events); drop them by hand if you mean to');";
-    const body =
-      tool === 'sequelize-cli'
-        ? [
-            "'use strict';",
-            ...header,
-            '',
-            list,
-            '',
-            "/** @type {import('sequelize-cli').Migration} */",
-            'module.exports = {',
-            '  async up(queryInterface) {',
-            '    const { sequelize } = queryInterface;',
-            '    await sequelize.transaction(async (transaction) => {',
-            '      for (const sql of statements) await sequelize.query(sql, { transaction });',
-            '    });',
-            '  },',
-            '  async down() {',
-            `    ${down}`,
-            '  },',
-            '};',
-          ]
-        : [
-            ...header,
-            "// Umzug's context: a Sequelize QueryInterface (`context: sequelize.getQueryInterface()`)",
-            '// or the Sequelize instance itself.',
-            '',
-            list,
-            '',
-            'const sequelizeOf = (context) => context?.sequelize ?? context;',
-            '',
-            'export async function up({ context }) {',
-            '  const sequelize = sequelizeOf(context);',
-            '  await sequelize.transaction(async (transaction) => {',
-            '    for (const sql of statements) await sequelize.query(sql, { transaction });',
-            '  });',
-            '}',
-            '',
-            'export async function down() {',
-            `  ${down}`,
-            '}',
-          ];
+    const run = [
+      '    await sequelize.transaction(async (transaction) => {',
+      '      for (const sql of statements) await sequelize.query(sql, { transaction });',
+      '    });',
+    ];
+    const body = moduleLines(tool, header, [list], run, down);
     return {
       name: `${options.stamp}-outboxkit-v${step.version}.${EXTENSION[tool]}`,
       marker,
@@ -160,43 +125,7 @@ export function eventColumnFiles(
       '    await sequelize.query(statement);',
     ];
     const down = `throw new Error('outboxkit: an event column is not dropped by a migration (it holds values); drop it by hand if you mean to');`;
-    const body =
-      tool === 'sequelize-cli'
-        ? [
-            "'use strict';",
-            ...header,
-            '',
-            ...consts,
-            '',
-            "/** @type {import('sequelize-cli').Migration} */",
-            'module.exports = {',
-            '  async up(queryInterface) {',
-            '    const { sequelize } = queryInterface;',
-            ...run,
-            '  },',
-            '  async down() {',
-            `    ${down}`,
-            '  },',
-            '};',
-          ]
-        : [
-            ...header,
-            "// Umzug's context: a Sequelize QueryInterface (`context: sequelize.getQueryInterface()`)",
-            '// or the Sequelize instance itself.',
-            '',
-            ...consts,
-            '',
-            'const sequelizeOf = (context) => context?.sequelize ?? context;',
-            '',
-            'export async function up({ context }) {',
-            '  const sequelize = sequelizeOf(context);',
-            ...run.map((l) => l.slice(2)),
-            '}',
-            '',
-            'export async function down() {',
-            `  ${down}`,
-            '}',
-          ];
+    const body = moduleLines(tool, header, consts, run, down);
     return {
       name: `${options.stamp}-outboxkit-${step.kind}-${step.column}.${EXTENSION[tool]}`,
       marker,
@@ -204,4 +133,55 @@ export function eventColumnFiles(
       text: `${body.join('\n')}\n`,
     };
   });
+}
+
+/**
+ * A migration module's lines for `tool`, around what its `up` runs: sequelize-cli's
+ * CommonJS `module.exports = { up(queryInterface), down }`, or Umzug's ESM `up({ context })`
+ * / `down` (the context a QueryInterface or the Sequelize instance). `run` is written for
+ * sequelize-cli's `up` (four spaces in); Umzug's takes it two spaces out.
+ */
+function moduleLines(
+  tool: MigrationTool,
+  header: readonly string[],
+  consts: readonly string[],
+  run: readonly string[],
+  down: string,
+): string[] {
+  return tool === 'sequelize-cli'
+    ? [
+        "'use strict';",
+        ...header,
+        '',
+        ...consts,
+        '',
+        "/** @type {import('sequelize-cli').Migration} */",
+        'module.exports = {',
+        '  async up(queryInterface) {',
+        '    const { sequelize } = queryInterface;',
+        ...run,
+        '  },',
+        '  async down() {',
+        `    ${down}`,
+        '  },',
+        '};',
+      ]
+    : [
+        ...header,
+        "// Umzug's context: a Sequelize QueryInterface (`context: sequelize.getQueryInterface()`)",
+        '// or the Sequelize instance itself.',
+        '',
+        ...consts,
+        '',
+        'const sequelizeOf = (context) => context?.sequelize ?? context;',
+        '',
+        'export async function up({ context }) {',
+        '  const sequelize = sequelizeOf(context);',
+        ...run.map((l) => l.slice(2)),
+        '}',
+        '',
+        'export async function down() {',
+        `  ${down}`,
+        '}',
+      ];
 }

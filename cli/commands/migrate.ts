@@ -12,7 +12,12 @@ import { type Command, Option } from 'commander';
 import type { ResolvedEventColumn } from '../../src/declare/event-columns.js';
 import { ConfigurationError } from '../../src/errors/outbox-error.js';
 import { eventColumnPlan } from '../../src/event-columns/migrate.js';
-import { describePending, isPending, refuseMismatched } from '../../src/event-columns/plan.js';
+import {
+  describePending,
+  type EventColumnPlan,
+  isPending,
+  refuseMismatched,
+} from '../../src/event-columns/plan.js';
 import { inbox } from '../../src/inbox/inbox.js';
 import { inboxMigrationSql } from '../../src/inbox/sql-script.js';
 import { inboxTables } from '../../src/inbox/tables.js';
@@ -186,25 +191,18 @@ export async function migrate(flags: MigrateFlags, out: CliOutput, io: CliIo): P
       // The event columns the config declares (`eventColumns`), which migrate adds after the
       // library's own migrations: one it would add is pending too.
       if (session.loaded.config.eventColumns.length > 0) {
-        const checking = createOutbox(session.loaded.config, {
-          sequelize: session.db.sequelize,
-          schema: flags.schema,
-          tablePrefix: flags.tablePrefix,
-          logger: out.logger,
-          wakeup: null,
-          taskBackend: noTaskBackend(session.loaded.config, 'migrate'),
-        });
-        try {
-          const plan = await eventColumnPlan(runtimeOf(checking));
-          refuseMismatched(plan, 'migrate --check', session.tables.events);
-          if (isPending(plan)) {
-            out.error(
-              `${session.where} is behind: event columns pending (${describePending(plan)}). Run \`npx outbox migrate\`.`,
-            );
-            return EXIT.needsAttention;
-          }
-        } finally {
-          await checking.close();
+        const plan = await readEventColumnPlan(
+          session,
+          flags,
+          flags.schema,
+          out,
+          'migrate --check',
+        );
+        if (isPending(plan)) {
+          out.error(
+            `${session.where} is behind: event columns pending (${describePending(plan)}). Run \`npx outbox migrate\`.`,
+          );
+          return EXIT.needsAttention;
         }
       }
       const inboxNote =
@@ -282,22 +280,9 @@ async function migrateSchemas(
     if (session.loaded.config.eventColumns.length > 0) {
       for (const [i, status] of before.entries()) {
         if (status.state !== 'current') continue;
-        const checking = createOutbox(session.loaded.config, {
-          sequelize: session.db.sequelize,
-          schema: schemas[i],
-          tablePrefix: flags.tablePrefix,
-          logger: out.logger,
-          wakeup: null,
-          taskBackend: noTaskBackend(session.loaded.config, 'migrate'),
-        });
-        try {
-          const plan = await eventColumnPlan(runtimeOf(checking));
-          refuseMismatched(plan, 'migrate --check', tables[i].events);
-          if (isPending(plan))
-            behind.push(`${schemas[i]} (event columns pending: ${describePending(plan)})`);
-        } finally {
-          await checking.close();
-        }
+        const plan = await readEventColumnPlan(session, flags, schemas[i], out, 'migrate --check');
+        if (isPending(plan))
+          behind.push(`${schemas[i]} (event columns pending: ${describePending(plan)})`);
       }
     }
     if (behind.length > 0) {
@@ -467,27 +452,20 @@ async function eventColumnStatements(
     return everything('the database file is not there yet');
   }
   try {
-    const reading = createOutbox(session.loaded.config, {
-      sequelize: session.db.sequelize,
-      schema: flags.schema,
-      tablePrefix: flags.tablePrefix,
-      logger: out.logger,
-      wakeup: null,
-      taskBackend: noTaskBackend(session.loaded.config, 'migrate'),
-    });
-    try {
-      const plan = await eventColumnPlan(runtimeOf(reading));
-      refuseMismatched(plan, 'migrate --print-sql', tables.events);
-      return eventColumnLines(
-        plan.add,
-        plan.index,
-        `what the database's ${tables.events} lacks (the plan \`npx outbox migrate\` would carry out)`,
-        tables,
-        spelling,
-      );
-    } finally {
-      await reading.close();
-    }
+    const plan = await readEventColumnPlan(
+      session,
+      flags,
+      flags.schema,
+      out,
+      'migrate --print-sql',
+    );
+    return eventColumnLines(
+      plan.add,
+      plan.index,
+      `what the database's ${tables.events} lacks (the plan \`npx outbox migrate\` would carry out)`,
+      tables,
+      spelling,
+    );
   } finally {
     await session.close();
   }
@@ -567,4 +545,34 @@ async function dialectOfDatabase(flags: MigrateFlags, io: CliIo): Promise<Migrat
 /** `"app"."outbox_*"`: the tables a script names. */
 function tablesLabel(t: TableNames): string {
   return `${t.schema ? `"${t.schema}".` : ''}"${t.prefix}*"`;
+}
+
+/**
+ * What `migrate` would add of the declared event columns to the events table of `schema`
+ * (eventColumnPlan), read through an outbox made for the read alone and closed after it.
+ * @throws {ConfigurationError} naming `who` for a declared column the table holds with
+ *   another type.
+ */
+async function readEventColumnPlan(
+  session: Session,
+  flags: MigrateFlags,
+  schema: string | undefined,
+  out: CliOutput,
+  who: string,
+): Promise<EventColumnPlan> {
+  const reading = createOutbox(session.loaded.config, {
+    sequelize: session.db.sequelize,
+    schema,
+    tablePrefix: flags.tablePrefix,
+    logger: out.logger,
+    wakeup: null,
+    taskBackend: noTaskBackend(session.loaded.config, 'migrate'),
+  });
+  try {
+    const plan = await eventColumnPlan(runtimeOf(reading));
+    refuseMismatched(plan, who, runtimeOf(reading).tables.events);
+    return plan;
+  } finally {
+    await reading.close();
+  }
 }
